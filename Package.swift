@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+// AlbumFS: a photo library as a FUSE filesystem.
+//
+// C libraries come from Debian's -dev packages (see mount-scripts/deps); each is a
+// system-library target with a module map and a small shim.h for what Swift cannot
+// call directly (macros, variadic functions).
+import PackageDescription
+
+let package = Package(
+    name: "AlbumFS",
+    products: [
+        .executable(name: "albumfs", targets: ["albumfs"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto"),
+        .systemLibrary(name: "CVips", pkgConfig: "vips libexif libheif"),
+        .systemLibrary(name: "CAV", pkgConfig: "libavformat libavcodec libavutil libswscale"),
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3"),
+
+        // Storage core: library layout, schema, blobs, import, albums, trash, versions.
+        .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV"]),
+        // Filesystem core: the namespace, inode numbers, what each operation means.
+        .target(name: "AlbumFSCore", dependencies: ["AlbumCore"]),
+        // The only code that imports libfuse.
+        .target(name: "FuseBridge", dependencies: ["AlbumFSCore", "AlbumCore", "CFuse"]),
+        .executableTarget(name: "albumfs", dependencies: ["AlbumCore", "AlbumFSCore", "FuseBridge"]),
+
+        // Shared by the test targets: samples, expected.json, temporary libraries, processes.
+        .target(name: "TestSupport", dependencies: ["AlbumCore"], path: "Tests/TestSupport"),
+        .testTarget(name: "AlbumCoreTests", dependencies: ["AlbumCore", "TestSupport"]),
+        .testTarget(name: "AlbumFSCoreTests", dependencies: ["AlbumFSCore", "AlbumCore", "TestSupport"]),
+        .testTarget(name: "MountTests", dependencies: ["AlbumCore", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

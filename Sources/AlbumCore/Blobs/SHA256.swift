@@ -1,0 +1,43 @@
+import CCrypto
+
+/// Incremental SHA-256 (OpenSSL's EVP interface), fed while bytes are copied.
+public struct SHA256Hasher: ~Copyable {
+    private let context: OpaquePointer
+
+    public init() {
+        context = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        EVP_DigestUpdate(context, base, bytes.count)
+    }
+
+    /// The digest as 64 lowercase hex digits.
+    public consuming func finalizeHex() -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        return hexString(digest.prefix(Int(length)))
+    }
+}
+
+private let hexDigits = Array("0123456789abcdef".utf8)
+
+func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        out.append(hexDigits[Int(byte >> 4)])
+        out.append(hexDigits[Int(byte & 0x0f)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// True for a string of 64 lowercase hex digits (a blob name).
+public func isSHA256Hex(_ text: String) -> Bool {
+    text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+}

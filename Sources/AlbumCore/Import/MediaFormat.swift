@@ -1,0 +1,84 @@
+/// Photo or video.
+public enum MediaType: Int, Sendable {
+    case photo = 1
+    case video = 2
+}
+
+/// A supported file format, recognised from the bytes (see `Sniffer`).
+public enum MediaFormat: String, Sendable, CaseIterable {
+    case jpeg, heic, avif, png, webp, gif, tiff
+    case raw    // camera RAW (CR2, CR3, NEF, ARW, DNG, ORF, RW2, RAF, ...)
+    case mp4, mov, m4v, threeGP = "3gp", avi, mkv
+
+    public var mediaType: MediaType {
+        switch self {
+        case .mp4, .mov, .m4v, .threeGP, .avi, .mkv: return .video
+        default: return .photo
+        }
+    }
+
+    /// Whether libvips reads the format (all photos but most RAW files, in this libvips).
+    var decodedByVips: Bool { mediaType == .photo && self != .raw }
+}
+
+/// The kinds of asset that smart albums collect, as bits in `assets.kinds`.
+public struct MediaKinds: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    public static let screenshot = MediaKinds(rawValue: 1 << 0)
+    public static let panorama = MediaKinds(rawValue: 1 << 1)
+    public static let animated = MediaKinds(rawValue: 1 << 2)
+    public static let raw = MediaKinds(rawValue: 1 << 3)
+    public static let selfie = MediaKinds(rawValue: 1 << 4)
+    public static let live = MediaKinds(rawValue: 1 << 5)
+}
+
+/// Where a capture date came from.
+public enum CaptureSource: Int, Sendable {
+    case exif = 1        // EXIF DateTimeOriginal (or DateTimeDigitized)
+    case video = 2       // the container's creation time
+    case fileTime = 3    // the file's mtime: the bytes carry no date
+    case user = 4        // an mtime set on an asset whose bytes carry no date
+}
+
+/// A capture date: the instant, and the UTC offset of the camera's clock when known.
+public struct CaptureDate: Sendable, Equatable {
+    /// Unix seconds.
+    public var instant: Int64
+    /// Minutes east of UTC; nil when the source gave a wall-clock time with no offset
+    /// (then `instant` was computed in the importing machine's time zone).
+    public var offsetMinutes: Int?
+    public var source: CaptureSource
+
+    public init(instant: Int64, offsetMinutes: Int?, source: CaptureSource) {
+        self.instant = instant
+        self.offsetMinutes = offsetMinutes
+        self.source = source
+    }
+}
+
+/// What import reads from a file.
+public struct MediaMetadata: Sendable {
+    public var format: MediaFormat
+    public var mediaType: MediaType { format.mediaType }
+    /// Stored (encoded) pixel size, before any orientation is applied, as exiftool
+    /// reports it.
+    public var width: Int?
+    public var height: Int?
+    /// EXIF orientation, 1...8.
+    public var orientation: Int?
+    /// Clockwise degrees a viewer turns the stored pixels (video display matrix, HEIF irot).
+    public var rotation: Int?
+    public var capture: CaptureDate?
+    public var latitude: Double?
+    public var longitude: Double?
+    public var make: String?
+    public var model: String?
+    public var lens: String?
+    public var duration: Double?
+    public var pageCount: Int = 1
+    public var userComment: String?
+
+    public init(format: MediaFormat) { self.format = format }
+}

@@ -1,0 +1,159 @@
+/// The SQLite schema and its forward migrations. `PRAGMA user_version` holds the number
+/// of migrations applied; a library is opened only by a program that knows at least as
+/// many. Every migration runs in its own transaction. See docs/storage-format.md.
+enum Schema {
+    /// The first id handed out to albums, assets and scratch files; the numbers below
+    /// are the fixed folders of the namespace (root, Albums, All Photos, ...).
+    static let firstObjectID: Int64 = 1000
+
+    static let migrations: [String] = [
+        // 1: the initial schema.
+        """
+        CREATE TABLE meta(
+            key TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO meta(key, value) VALUES ('next_object_id', \(firstObjectID));
+
+        -- Content-addressed originals: one row per file in originals/.
+        CREATE TABLE blobs(
+            sha256 TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        -- One photo or video. id is its inode number.
+        CREATE TABLE assets(
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,               -- unique display name (All Photos, views)
+            name_key TEXT NOT NULL UNIQUE,    -- NFC, lowercased
+            original_name TEXT NOT NULL,
+            sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+            size INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            media_type INTEGER NOT NULL,      -- 1 photo, 2 video
+            format TEXT NOT NULL,             -- jpeg, heic, png, mp4, ...
+            kinds INTEGER NOT NULL,           -- MediaKinds bits
+            taken_at INTEGER NOT NULL,        -- capture instant, Unix seconds
+            taken_offset INTEGER,             -- minutes east of UTC, NULL when unknown
+            taken_day INTEGER NOT NULL,       -- yyyymmdd on the capture's own clock
+            taken_source INTEGER NOT NULL,    -- CaptureSource
+            sort_key INTEGER NOT NULL,        -- SortKey.asset(taken_at, id)
+            mtime_ns INTEGER,                 -- an mtime a user set, if any
+            width INTEGER, height INTEGER, orientation INTEGER, rotation INTEGER,
+            latitude REAL, longitude REAL,
+            make TEXT, model TEXT, lens TEXT,
+            duration REAL,
+            favorite INTEGER NOT NULL DEFAULT 0,
+            hidden INTEGER NOT NULL DEFAULT 0,
+            added_at INTEGER NOT NULL,        -- Unix seconds
+            changed_ns INTEGER NOT NULL,      -- st_ctime
+            trashed_at INTEGER,               -- Unix seconds, NULL unless in Recently Deleted
+            links INTEGER NOT NULL DEFAULT 0  -- number of memberships (kept by triggers)
+        );
+        CREATE INDEX assets_sha256 ON assets(sha256);
+        CREATE INDEX assets_taken ON assets(taken_at);
+        CREATE INDEX assets_visible ON assets(sort_key) WHERE trashed_at IS NULL AND hidden = 0;
+        CREATE INDEX assets_visible_day ON assets(taken_day, sort_key) WHERE trashed_at IS NULL AND hidden = 0;
+        CREATE INDEX assets_favorites ON assets(sort_key) WHERE favorite = 1 AND trashed_at IS NULL AND hidden = 0;
+        CREATE INDEX assets_videos ON assets(sort_key) WHERE media_type = 2 AND trashed_at IS NULL AND hidden = 0;
+        CREATE INDEX assets_kinds ON assets(sort_key) WHERE kinds != 0 AND trashed_at IS NULL AND hidden = 0;
+        CREATE INDEX assets_added ON assets(added_at) WHERE trashed_at IS NULL AND hidden = 0;
+        CREATE INDEX assets_hidden ON assets(sort_key) WHERE hidden = 1 AND trashed_at IS NULL;
+        CREATE INDEX assets_trashed ON assets(sort_key) WHERE trashed_at IS NOT NULL;
+
+        -- Every version an asset has had, the current one included.
+        CREATE TABLE versions(
+            asset_id INTEGER NOT NULL REFERENCES assets(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL,
+            sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+            size INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY(asset_id, version)
+        ) WITHOUT ROWID;
+        CREATE INDEX versions_sha256 ON versions(sha256);
+
+        -- User albums; parent_id 0 is the top of Albums/. id is the inode number.
+        CREATE TABLE albums(
+            id INTEGER PRIMARY KEY,
+            parent_id INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            name_key TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            changed_ns INTEGER NOT NULL,
+            UNIQUE(parent_id, name_key)
+        );
+
+        -- An asset in an album, under a name of that album.
+        CREATE TABLE memberships(
+            id INTEGER PRIMARY KEY,
+            album_id INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
+            asset_id INTEGER NOT NULL REFERENCES assets(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            name_key TEXT NOT NULL,
+            sort_key INTEGER NOT NULL,        -- SortKey.asset(taken_at, membership id)
+            added_at INTEGER NOT NULL,
+            UNIQUE(album_id, name_key)
+        );
+        CREATE INDEX memberships_sort ON memberships(album_id, sort_key);
+        CREATE INDEX memberships_asset ON memberships(asset_id);
+        CREATE TRIGGER memberships_count_add AFTER INSERT ON memberships BEGIN
+            UPDATE assets SET links = links + 1 WHERE id = NEW.asset_id;
+        END;
+        CREATE TRIGGER memberships_count_remove AFTER DELETE ON memberships BEGIN
+            UPDATE assets SET links = links - 1 WHERE id = OLD.asset_id;
+        END;
+        CREATE TRIGGER memberships_count_move AFTER UPDATE OF asset_id ON memberships BEGIN
+            UPDATE assets SET links = links - 1 WHERE id = OLD.asset_id;
+            UPDATE assets SET links = links + 1 WHERE id = NEW.asset_id;
+        END;
+
+        -- Plain files of a directory that are never imported (dot files, client junk).
+        -- Their bytes live in scratch/<id>. id is the inode number.
+        CREATE TABLE scratch(
+            id INTEGER PRIMARY KEY,
+            dir_ino INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            name_key TEXT NOT NULL,
+            mode INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            changed_ns INTEGER NOT NULL,
+            UNIQUE(dir_ino, name_key)
+        );
+
+        -- Extended attributes of any inode: user.xdg.*, user.DOSATTRIB, ...
+        CREATE TABLE xattrs(
+            ino INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            value BLOB NOT NULL,
+            PRIMARY KEY(ino, name)
+        ) WITHOUT ROWID;
+
+        -- Inode numbers that were handed out for a file being written and then became
+        -- another, existing asset (the bytes were a duplicate). Kept so that a client
+        -- holding the old number still reaches the file.
+        CREATE TABLE aliases(
+            ino INTEGER PRIMARY KEY,
+            asset_id INTEGER NOT NULL REFERENCES assets(id) ON DELETE CASCADE
+        );
+        CREATE INDEX aliases_asset ON aliases(asset_id);
+        """,
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// Brings the database up to `currentVersion`, one transaction per migration.
+    static func migrate(_ db: Connection) throws {
+        let found = Int(try db.scalar("PRAGMA user_version") ?? 0)
+        if found > currentVersion {
+            throw LibraryError.newerSchema(found: found, known: currentVersion)
+        }
+        for version in found..<currentVersion {
+            try db.transaction {
+                try db.execute(migrations[version])
+                try db.execute("PRAGMA user_version = \(version + 1)")
+            }
+        }
+    }
+}

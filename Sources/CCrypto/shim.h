@@ -1,0 +1,4 @@
+#ifndef ALBUMFS_CCRYPTO_SHIM_H
+#define ALBUMFS_CCRYPTO_SHIM_H
+#include <openssl/evp.h>
+#endif

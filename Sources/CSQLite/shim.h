@@ -1,0 +1,16 @@
+#ifndef ALBUMFS_CSQLITE_SHIM_H
+#define ALBUMFS_CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+// SQLITE_TRANSIENT is a macro casting -1 to a function pointer; Swift cannot see it.
+static inline int shim_sqlite3_bind_text_transient(sqlite3_stmt *stmt, int index, const char *text, int length) {
+    return sqlite3_bind_text(stmt, index, text, length, SQLITE_TRANSIENT);
+}
+static inline int shim_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int index, const void *bytes, int length) {
+    return sqlite3_bind_blob(stmt, index, bytes, length, SQLITE_TRANSIENT);
+}
+// sqlite3_config is variadic.
+static inline int shim_sqlite3_config_multithread(void) {
+    return sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
+}
+#endif

@@ -1,0 +1,2 @@
+import CFuse
+enum FusePlaceholder {}
