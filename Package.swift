@@ -27,10 +27,10 @@ let package = Package(
         .executableTarget(name: "albumfs", dependencies: ["AlbumCore", "AlbumFSCore", "FuseBridge"]),
 
         // Shared by the test targets: samples, expected.json, temporary libraries, processes.
-        .target(name: "TestSupport", dependencies: ["AlbumCore"], path: "Tests/TestSupport"),
-        .testTarget(name: "AlbumCoreTests", dependencies: ["AlbumCore", "TestSupport"]),
+        .target(name: "TestSupport", dependencies: ["AlbumCore", "CVips"], path: "Tests/TestSupport"),
+        .testTarget(name: "AlbumCoreTests", dependencies: ["AlbumCore", "TestSupport", "albumfs"]),
         .testTarget(name: "AlbumFSCoreTests", dependencies: ["AlbumFSCore", "AlbumCore", "TestSupport"]),
-        .testTarget(name: "MountTests", dependencies: ["AlbumCore", "TestSupport"]),
+        .testTarget(name: "MountTests", dependencies: ["AlbumCore", "TestSupport", "albumfs"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -50,6 +50,45 @@ static inline int shim_vips_exif_blob(VipsImage *image, const void **data, size_
 
 static inline void shim_g_object_unref(void *object) { g_object_unref(object); }
 
+// A synthetic test or benchmark image: a gradient with some noise, so that it
+// compresses like a photo.
+static inline VipsImage *shim_vips_test_image(int width, int height) {
+    VipsImage *xyz = NULL, *noise = NULL, *sum = NULL, *rgb = NULL, *out = NULL;
+    if (vips_xyz(&xyz, width, height, NULL)) return NULL;
+    if (vips_gaussnoise(&noise, width, height, "sigma", 40.0, "mean", 128.0, NULL)) { g_object_unref(xyz); return NULL; }
+    VipsImage *x = NULL;
+    vips_extract_band(xyz, &x, 0, NULL);
+    double scale = 255.0 / (width > 1 ? width : 1);
+    VipsImage *xs = NULL;
+    vips_linear1(x, &xs, scale, 0.0, NULL);
+    vips_add(xs, noise, &sum, NULL);
+    VipsImage *bands[3] = { sum, noise, xs };
+    vips_bandjoin(bands, &rgb, 3, NULL);
+    vips_cast_uchar(rgb, &out, NULL);
+    g_object_unref(xyz); g_object_unref(noise); g_object_unref(x); g_object_unref(xs);
+    g_object_unref(sum); g_object_unref(rgb);
+    if (out) vips_image_set_int(out, "orientation", 1);
+    return out;
+}
+
+static inline int shim_vips_jpegsave_file(VipsImage *in, const char *path, int quality) {
+    return vips_jpegsave(in, path, "Q", quality, NULL);
+}
+
+static inline int shim_vips_heifsave_file(VipsImage *in, const char *path, int quality) {
+    return vips_heifsave(in, path, "Q", quality, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_HEVC, NULL);
+}
+
+static inline int shim_vips_pngsave_file(VipsImage *in, const char *path) {
+    return vips_pngsave(in, path, NULL);
+}
+
+static inline VipsImage *shim_vips_copy(VipsImage *in) {
+    VipsImage *out = NULL;
+    if (vips_copy(in, &out, NULL)) return NULL;
+    return out;
+}
+
 // --- libexif --------------------------------------------------------------------
 
 // A parser that reports what is in the block and nothing more: libexif's defaults

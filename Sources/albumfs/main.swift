@@ -1,1 +1,18 @@
-print("albumfs")
+import AlbumCore
+import Foundation
+import Glibc
+
+// albumfs: the command line (PRODUCT.md section 5). Each command lives in its own file
+// under Commands/; this file only dispatches.
+
+setlocale(LC_ALL, "")
+let arguments = Array(CommandLine.arguments.dropFirst())
+let status: Int32
+do {
+    status = try Commands.run(arguments)
+} catch {
+    let failure = CommandError.from(error)
+    printError(failure.message)
+    status = failure.code
+}
+exit(status)

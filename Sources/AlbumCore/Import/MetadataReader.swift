@@ -8,6 +8,9 @@ import Glibc
 public enum MetadataReader {
     /// Sets up libvips and FFmpeg once per process.
     static let ready: Bool = {
+        // libvips warns on stderr about harmless things (an ignored nclx profile); the
+        // errors that matter come back through vips_error_buffer.
+        setenv("VIPS_WARNING", "0", 0)
         let ok = vips_init("albumfs") == 0
         // Keep no decoded images or open files around between operations.
         vips_cache_set_max(0)

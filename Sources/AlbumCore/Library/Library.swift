@@ -95,6 +95,11 @@ public final class Library: Sendable {
         writer = Locked(connection)
         readers = ConnectionPool(path: paths.database)
         blobs = BlobStore(paths: paths)
+        if access == .exclusive {
+            // Whatever a crashed process left in staging/ was never imported: a file is
+            // part of the library only once its rows are committed.
+            _ = Staging(paths: paths).clean()
+        }
     }
 
     static func tune(_ connection: Connection) throws {

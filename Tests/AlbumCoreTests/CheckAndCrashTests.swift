@@ -1,0 +1,86 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// `albumfs check` and what a SIGKILL in the middle of an import leaves behind, with the
+/// real command-line binary.
+final class CheckAndCrashTests: XCTestCase {
+    var temp: TempDirectory!
+
+    override func setUp() { temp = TempDirectory() }
+    override func tearDown() { temp.remove() }
+
+    func testCheckPassesOnAFreshLibraryAndNamesAlteredOrMissingBlobs() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+        let imported = try Processes.albumfs("import", lib, Samples.directory + "/photos/jpg/gps")
+        XCTAssertTrue(imported.stdout.contains("imported 9"), imported.stdout)
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+
+        let library = try Library.open(at: lib, access: .reader)
+        let altered = try XCTUnwrap(try library.asset(named: "DSCN0010.jpg"))
+        let removed = try XCTUnwrap(try library.asset(named: "DSCN0012.jpg"))
+        let alteredPath = library.blobs.path(for: altered.sha256)
+        chmod(alteredPath, 0o600)
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: alteredPath))
+        try handle.seek(toOffset: 1000)
+        handle.write(Data([0x00, 0x01, 0x02]))
+        try handle.close()
+        XCTAssertEqual(unlink(library.blobs.path(for: removed.sha256)), 0)
+
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 1)
+        XCTAssertTrue(check.stdout.contains("asset \(altered.id) (DSCN0010.jpg)"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("contents altered"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("asset \(removed.id) (DSCN0012.jpg)"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("blob file missing"), check.stdout)
+        let problems = check.stdout.split(separator: "\n").filter { $0.hasPrefix("problem:") }
+        XCTAssertEqual(problems.count, 2, check.stdout)
+    }
+
+    func testSIGKILLDuringImportNeverLeavesAHalfImportedAsset() throws {
+        // Enough distinct photos that an import takes a while.
+        let source = temp.sub("card")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        let count = 40
+        for i in 0..<count {
+            try MediaFactory.image(at: "\(source)/IMG_\(1000 + i).JPG", width: 1600, height: 1200, exif: [
+                "exif-ifd2-DateTimeOriginal": String(format: "2024:06:%02d 10:00:00", 1 + i % 28),
+            ])
+        }
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<6 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Processes.albumfs)
+            process.arguments = ["import", lib, source]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(UInt32.random(in: 20_000...400_000, using: &generator))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let check = try Processes.albumfs("check", lib)
+            XCTAssertEqual(check.status, 0, "round \(round): \(check.stdout)")
+            // Every asset that made it has its whole blob and its album.
+            let library = try Library.open(at: lib, access: .reader)
+            for asset in try library.assets(in: .allPhotos) {
+                XCTAssertEqual(asset.links, 1, "round \(round): \(asset.name) has no album membership")
+            }
+        }
+        let finish = try Processes.albumfs("import", lib, source)
+        XCTAssertEqual(finish.status, 0, finish.stderr)
+        let library = try Library.open(at: lib, access: .exclusive)
+        XCTAssertEqual(try library.stats().assets, count)
+        XCTAssertEqual(try library.album(path: ["card"]).map { try library.members(ofAlbum: $0.id).count }, count)
+        XCTAssertTrue(try library.check().isHealthy)
+        _ = try library.gc()
+        XCTAssertEqual(library.blobs.allHashes().count, count, "gc removes orphans a kill left")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: library.paths.staging), [],
+                       "staging is cleaned when the library is opened for writing")
+    }
+}

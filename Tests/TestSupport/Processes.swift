@@ -1,0 +1,101 @@
+import AlbumCore
+import Foundation
+import Glibc
+
+/// Running the albumfs binary and the system's tools from tests.
+public enum Processes {
+    /// The directory holding the built products (albumfs next to the test bundle).
+    public static let productsDirectory: String = {
+        if let env = ProcessInfo.processInfo.environment["ALBUMFS_BUILD_DIR"] { return env }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("albumfs").path) { return url.path }
+        }
+        return Samples.packageRoot + "/.build/debug"
+    }()
+
+    public static var albumfs: String { productsDirectory + "/albumfs" }
+
+    public struct Result: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+        public var ok: Bool { status == 0 }
+    }
+
+    /// Runs a program to completion; `timeout` kills it (SIGKILL) if it runs longer.
+    @discardableResult
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                           stdin: Data? = nil, timeout: TimeInterval = 300, currentDirectory: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : try which(executable))
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let input = Pipe()
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        try process.run()
+        if let stdin {
+            input.fileHandleForWriting.write(stdin)
+            try? input.fileHandleForWriting.close()
+        }
+        // Read both pipes while the process runs, so that it never blocks on a full pipe.
+        let outData = Locked(Data()), errData = Locked(Data())
+        let group = DispatchGroup()
+        for (pipe, sink) in [(out, outData), (err, errData)] {
+            group.enter()
+            DispatchQueue.global().async {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                sink.withLock { $0 = data }
+                group.leave()
+            }
+        }
+        let pid = process.processIdentifier
+        let timer = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: timer)
+        process.waitUntilExit()
+        timer.cancel()
+        group.wait()
+        return Result(status: process.terminationStatus,
+                      stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
+                      stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+    }
+
+    /// Runs the albumfs binary.
+    @discardableResult
+    public static func albumfs(_ arguments: String..., timeout: TimeInterval = 300) throws -> Result {
+        try run(albumfs, arguments, timeout: timeout)
+    }
+
+    /// A shell command line (`sh -c`), for pipelines of real tools.
+    @discardableResult
+    public static func shell(_ command: String, timeout: TimeInterval = 300) throws -> Result {
+        try run("/bin/sh", ["-c", command], timeout: timeout)
+    }
+
+    public static func which(_ name: String) throws -> String {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+            + ["/usr/sbin", "/sbin", "/usr/local/bin"] {
+            let candidate = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw ProcessError.notFound(name)
+    }
+
+    public enum ProcessError: Error, CustomStringConvertible {
+        case notFound(String)
+        public var description: String {
+            switch self {
+            case .notFound(let name):
+                return "\(name) is not installed; run mount-scripts/test, which installs what the tests use"
+            }
+        }
+    }
+}
+
