@@ -3,6 +3,8 @@
 // Debian ships libfuse 3.14; with this version fuse_session_loop_mt and
 // fuse_loop_cfg_create are real (versioned) symbols.
 #define FUSE_USE_VERSION 314
+#include <stddef.h>
+#include <stdlib.h>
 #include <fuse_lowlevel.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -10,4 +12,69 @@
 #include <sys/file.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <sys/prctl.h>
+
+// ---- What Swift cannot reach directly: macros, bitfields, and C structs built with
+// initializer macros.
+
+// A session from an argv (FUSE_ARGS_INIT is a macro).
+static inline struct fuse_session *shim_session_new(int argc, char **argv,
+        const struct fuse_lowlevel_ops *ops, void *userdata) {
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct fuse_session *se = fuse_session_new(&args, ops, sizeof(*ops), userdata);
+    fuse_opt_free_args(&args);
+    return se;
+}
+
+// Replies to a read with `size` bytes of `fd` at `pos`; libfuse splices them from the
+// file into the device when it can, without a copy through user space.
+static inline int shim_reply_fd(fuse_req_t req, int fd, off_t pos, size_t size) {
+    struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+    buf.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    buf.buf[0].fd = fd;
+    buf.buf[0].pos = pos;
+    return fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+static inline void shim_fi_set_open_flags(struct fuse_file_info *fi, uint64_t fh,
+        int keep_cache, int direct_io, int cache_readdir) {
+    fi->fh = fh;
+    fi->keep_cache = keep_cache ? 1 : 0;
+    fi->direct_io = direct_io ? 1 : 0;
+    fi->cache_readdir = cache_readdir ? 1 : 0;
+}
+
+static inline uint64_t shim_fi_fh(const struct fuse_file_info *fi) { return fi ? fi->fh : 0; }
+static inline int shim_fi_flags(const struct fuse_file_info *fi) { return fi ? fi->flags : 0; }
+static inline int shim_fi_flush(const struct fuse_file_info *fi) { return fi ? fi->flush : 0; }
+
+// What AlbumFS asks of the kernel at INIT: NFS export (lookups of "." and ".."),
+// splice for reads, readdirplus, 1 MiB requests, nanosecond times.
+static inline void shim_configure_conn(struct fuse_conn_info *conn, unsigned max_write, unsigned max_readahead) {
+    unsigned want = FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE
+                  | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_READ
+                  | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ATOMIC_O_TRUNC;
+    conn->want |= want & conn->capable;
+    // Locks stay in the kernel: flock and fcntl locks work between local processes.
+    conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_WRITEBACK_CACHE);
+    if (max_write) conn->max_write = max_write;
+    if (max_readahead && max_readahead < conn->max_readahead) conn->max_readahead = max_readahead;
+    conn->time_gran = 1;
+}
+
+// prctl is variadic: the daemon of a test gets `sig` when its parent goes.
+static inline int shim_exit_with_parent(int sig) { return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0, 0, 0); }
+
+// The multi-threaded loop with its configuration.
+static inline int shim_loop_mt(struct fuse_session *se, int clone_fd, unsigned max_idle, unsigned max_threads) {
+    struct fuse_loop_config *config = fuse_loop_cfg_create();
+    if (!config) return -1;
+    fuse_loop_cfg_set_clone_fd(config, clone_fd);
+    fuse_loop_cfg_set_idle_threads(config, max_idle);
+    fuse_loop_cfg_set_max_threads(config, max_threads);
+    int rc = fuse_session_loop_mt(se, config);
+    fuse_loop_cfg_destroy(config);
+    return rc;
+}
+
 #endif

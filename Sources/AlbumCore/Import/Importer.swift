@@ -177,7 +177,8 @@ extension Library {
             || lowerName.hasPrefix("screenshot") || lowerName.hasPrefix("screen shot")) {
             kinds.insert(.screenshot)
         }
-        if let w = m.width, let h = m.height, min(w, h) > 0, Double(max(w, h)) / Double(min(w, h)) >= 3 {
+        if let w = m.width, let h = m.height, min(w, h) > 0, max(w, h) >= 2400,
+           Double(max(w, h)) / Double(min(w, h)) >= 3 {
             kinds.insert(.panorama)
         }
         if m.pageCount > 1 && (m.format == .gif || m.format == .webp || m.format == .png) { kinds.insert(.animated) }

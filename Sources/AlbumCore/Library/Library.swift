@@ -69,18 +69,19 @@ public final class Library: Sendable {
         return try Library(paths: paths, access: .exclusive)
     }
 
-    /// Opens an existing library.
-    public static func open(at path: String, access: Access) throws -> Library {
+    /// Opens an existing library. An exclusive open takes the library's lock, or uses
+    /// `lock` when the caller took it already (the mount takes it before it forks).
+    public static func open(at path: String, access: Access, lock: LibraryLock? = nil) throws -> Library {
         let paths = LibraryPaths(root: path)
         guard FileManager.default.fileExists(atPath: paths.database) else {
             throw LibraryError.notALibrary(paths.root)
         }
-        return try Library(paths: paths, access: access)
+        return try Library(paths: paths, access: access, lock: lock)
     }
 
-    private init(paths: LibraryPaths, access: Access) throws {
+    private init(paths: LibraryPaths, access: Access, lock givenLock: LibraryLock? = nil) throws {
         self.paths = paths
-        lock = access == .exclusive ? try LibraryLock(path: paths.root) : nil
+        lock = access == .exclusive ? try (givenLock ?? LibraryLock(path: paths.root)) : nil
         // Directories a newer layout added are created on open, so old libraries work.
         for directory in [paths.originals, paths.thumbnails, paths.staging, paths.scratch]
         where !FileManager.default.fileExists(atPath: directory) {
@@ -156,10 +157,13 @@ final class ConnectionPool: @unchecked Sendable {
 
 /// An advisory lock (flock) on the library directory, held for the life of a mount or
 /// a writing command, so that two processes never write one library at once.
-final class LibraryLock: Sendable {
+public final class LibraryLock: Sendable {
     private let fd: Int32
 
-    init(path: String) throws {
+    public init(path: String) throws {
+        guard FileManager.default.fileExists(atPath: LibraryPaths(root: path).database) else {
+            throw LibraryError.notALibrary(LibraryPaths(root: path).root)
+        }
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw LibraryError.io("cannot open \(path)", errno: errno) }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {

@@ -11,7 +11,7 @@ enum Commands {
     }
 
     static let all: [Command] = [
-        InitCommand.command, ImportCommand.command, AlbumsCommand.command,
+        InitCommand.command, MountCommand.command, ImportCommand.command, AlbumsCommand.command,
         InfoCommand.command, StatsCommand.command, CheckCommand.command,
         GCCommand.command,
     ]
@@ -61,7 +61,7 @@ enum Commands {
         }
         // `albumfs LIBRARY MOUNTPOINT -o OPTIONS`: how mount.fuse3 and fstab call us.
         if !first.hasPrefix("-"), args.count >= 2, !args[1].hasPrefix("-") {
-            throw CommandError.usage("mounting is not built yet")
+            return try MountCommand.command.run(args)
         }
         throw CommandError.usage("unknown command '\(first)'")
     }

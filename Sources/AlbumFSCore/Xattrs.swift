@@ -1,0 +1,56 @@
+import AlbumCore
+import Foundation
+import Glibc
+
+/// Extended attributes (PRODUCT.md section 4): `user.albumfs.*` computed from an asset's
+/// metadata, and any other `user.*` attribute stored as written.
+extension FileSystem {
+    static let prefix = "user.albumfs."
+
+    /// The computed attributes of an asset, name to value; absent metadata has no
+    /// attribute.
+    func computedXattrs(_ asset: Asset) -> [(String, String)] {
+        var out: [(String, String)] = [("capture_date", asset.captureDateISO)]
+        if let w = asset.width { out.append(("width", String(w))) }
+        if let h = asset.height { out.append(("height", String(h))) }
+        if let lat = asset.latitude { out.append(("latitude", String(format: "%.7f", lat))) }
+        if let lon = asset.longitude { out.append(("longitude", String(format: "%.7f", lon))) }
+        let camera = [asset.make, asset.model].compactMap { $0 }.joined(separator: " ")
+        if !camera.isEmpty { out.append(("camera", camera)) }
+        if let d = asset.duration { out.append(("duration", String(format: "%.3f", d))) }
+        out.append(("sha256", asset.sha256))
+        out.append(("favorite", asset.favorite ? "1" : "0"))
+        out.append(("hidden", asset.hidden ? "1" : "0"))
+        return out.map { (Self.prefix + $0.0, $0.1) }
+    }
+
+    /// The object an inode's stored attributes belong to (an alias stores on its asset).
+    func xattrOwner(_ ino: UInt64) throws -> (Int64, Asset?) {
+        guard let node = Node(ino: ino) else { throw FSError.noEntry("inode \(ino)") }
+        if case .object(let id) = node, let object = try object(id) {
+            if case .asset(let asset) = object { return (asset.id, asset) }
+            return (id, nil)
+        }
+        guard try exists(node) else { throw FSError.noEntry("inode \(ino)") }
+        return (Int64(bitPattern: ino), nil)
+    }
+
+    public func getxattr(_ ino: UInt64, name: String) throws -> [UInt8] {
+        let (owner, asset) = try xattrOwner(ino)
+        if let asset, name.hasPrefix(Self.prefix) {
+            if let (_, value) = computedXattrs(asset).first(where: { $0.0 == name }) { return Array(value.utf8) }
+            throw FSError(ENODATA, "no attribute \(name)", logged: false)
+        }
+        guard let value = try library.xattr(ino: owner, name: name) else {
+            throw FSError(ENODATA, "no attribute \(name)", logged: false)
+        }
+        return value
+    }
+
+    public func listxattr(_ ino: UInt64) throws -> [String] {
+        let (owner, asset) = try xattrOwner(ino)
+        var names = asset.map { computedXattrs($0).map(\.0) } ?? []
+        names += try library.xattrNames(ino: owner)
+        return names
+    }
+}

@@ -1,0 +1,162 @@
+import AlbumCore
+import AlbumFSCore
+import CFuse
+import Foundation
+import Glibc
+
+/// Everything `albumfs mount` was asked for.
+public struct MountRequest: Sendable {
+    public var library: String
+    public var mountpoint: String
+    public var foreground = false
+    public var debug = false
+    public var options = MountOptions()
+    /// Options handed to libfuse and mount(2): allow_other, default_permissions, ro, ...
+    public var kernelOptions: [String] = []
+    public var logPath: String?
+
+    public init(library: String, mountpoint: String) {
+        self.library = library
+        self.mountpoint = mountpoint
+    }
+}
+
+/// A mount that could not start: one line saying what is wrong and what to do.
+public struct MountError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+public enum FuseMount {
+    /// Mounts and serves until unmounted (fusermount3 -u, umount) or signalled (SIGTERM,
+    /// SIGINT, SIGHUP). Without `foreground`, returns in the parent once the mount is up
+    /// and keeps serving in a background child.
+    public static func run(_ request: MountRequest) throws {
+        try checkMountpoint(request.mountpoint)
+        // The lock is taken before the fork (flock survives it); the database is opened
+        // once to check it, closed, and opened again in the serving process, because
+        // SQLite connections must not cross a fork.
+        let lock: LibraryLock
+        do {
+            lock = try LibraryLock(path: request.library)
+            _ = try Library.open(at: request.library, access: .exclusive, lock: lock)
+        } catch let error as LibraryError {
+            throw MountError(error.description)
+        }
+
+        var args = ["albumfs"]
+        if request.debug { args.append("-d") }
+        var kernel = ["fsname=\(request.library)", "subtype=albumfs"] + request.kernelOptions
+        if request.options.readOnly && !kernel.contains("ro") { kernel.append("ro") }
+        args += ["-o", kernel.map { $0.replacingOccurrences(of: ",", with: "\\,") }.joined(separator: ",")]
+
+        let placeholder = FileSystemBox()
+        let userdata = Unmanaged.passRetained(placeholder).toOpaque()
+        var ops = makeOperations()
+        let session: OpaquePointer? = withCStrings(args) { argv in
+            shim_session_new(Int32(args.count), argv, &ops, userdata)
+        }
+        guard let session else {
+            throw MountError("cannot start a FUSE session (options: \(kernel.joined(separator: ","))); see the message above")
+        }
+        defer { fuse_session_destroy(session) }
+        guard fuse_session_mount(session, request.mountpoint) == 0 else {
+            throw MountError("cannot mount on \(request.mountpoint); is /dev/fuse there and fusermount3 installed? (see the message above)")
+        }
+        if fuse_daemonize(request.foreground ? 1 : 0) != 0 {
+            fuse_session_unmount(session)
+            throw MountError("cannot go to the background")
+        }
+
+        // From here on: the serving process.
+        if request.foreground && ProcessInfo.processInfo.environment["ALBUMFS_EXIT_WITH_PARENT"] != nil {
+            // Tests run the daemon as a child: if the test runner dies, the daemon gets
+            // SIGTERM and unmounts instead of leaving a mount behind.
+            _ = shim_exit_with_parent(SIGTERM)
+        }
+        configureLog(request)
+        let library: Library
+        do {
+            library = try Library.open(at: request.library, access: .exclusive, lock: lock)
+        } catch {
+            Log.error("cannot open the library \(request.library): \(error)")
+            fuse_session_unmount(session)
+            throw MountError("cannot open the library: \(error)")
+        }
+        MetadataReader.initialize()
+        let fs = FileSystem(library: library, options: request.options)
+        let bridge = Bridge(fs: fs)
+        bridge.session = session
+        placeholder.bridge = bridge
+
+        guard fuse_set_signal_handlers(session) == 0 else {
+            fuse_session_unmount(session)
+            throw MountError("cannot install signal handlers")
+        }
+        Log.info("mounted \(request.library) on \(request.mountpoint)")
+        let rc = shim_loop_mt(session, 1, 8, 16)
+        fuse_remove_signal_handlers(session)
+        fuse_session_unmount(session)
+        Log.info("unmounted \(request.mountpoint)\(rc != 0 ? " (loop ended with \(rc))" : "")")
+        withExtendedLifetime(lock) {}
+    }
+
+    /// A missing, non-folder, busy or non-empty mountpoint is refused before anything
+    /// is mounted.
+    static func checkMountpoint(_ path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            if errno == ENOTCONN {
+                throw MountError("\(path) is a dead FUSE mount (its daemon is gone); unmount it first: fusermount3 -u \(path)")
+            }
+            throw MountError("mountpoint \(path) does not exist; create it first: mkdir -p \(path)")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw MountError("mountpoint \(path) is not a folder") }
+        let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        if let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) {
+            for line in mounts.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                guard fields.count > 1 else { continue }
+                let target = String(fields[1]).replacingOccurrences(of: "\\040", with: " ")
+                if target == real {
+                    throw MountError("\(path) is busy: something is already mounted there (\(fields[0])); unmount it first")
+                }
+            }
+        }
+        guard let dir = opendir(path) else { throw MountError("cannot read mountpoint \(path): \(String(cString: strerror(errno)))") }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." {
+                throw MountError("mountpoint \(path) is not empty; mount on an empty folder")
+            }
+        }
+    }
+
+    static func configureLog(_ request: MountRequest) {
+        let level: Log.Level = request.debug ? .debug : .info
+        if let path = request.logPath, let fd = try? Log.openFile(path) {
+            Log.configure(destination: .file(fd), minimum: level)
+        } else if request.foreground {
+            Log.configure(destination: .stderr, minimum: level)
+        } else {
+            Log.configure(destination: .syslog, minimum: level)
+        }
+    }
+}
+
+/// The userdata given to libfuse before the filesystem exists (the session must be
+/// created, and the process forked, before the library is opened).
+final class FileSystemBox: @unchecked Sendable {
+    var bridge: Bridge?
+}
+
+/// Runs `body` with a C argv for `strings`.
+func withCStrings<R>(_ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for p in pointers { free(p) } }
+    return pointers.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+}

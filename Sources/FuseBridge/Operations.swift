@@ -1,0 +1,132 @@
+import AlbumCore
+import AlbumFSCore
+import CFuse
+import Glibc
+
+// The C callbacks. Each is a thin thunk: find the bridge, call the filesystem core,
+// reply. They are plain functions of this library target, not closures of main.swift,
+// so they carry no actor isolation and run on libfuse's worker threads.
+
+nonisolated func makeOperations() -> fuse_lowlevel_ops {
+    var ops = fuse_lowlevel_ops()
+    ops.`init` = { userdata, conn in
+        guard let conn else { return }
+        shim_configure_conn(conn, 1 << 20, 1 << 20)
+    }
+    ops.lookup = { req, parent, name in
+        let b = Bridge.from(req)
+        b.handle(req, "lookup \(display(name)) in \(parent)") {
+            b.replyEntry(req, try b.fs.lookup(parent: parent, name: bytes(name)))
+        }
+    }
+    ops.forget = { req, _, _ in fuse_reply_none(req) }
+    ops.forget_multi = { req, _, _ in fuse_reply_none(req) }
+    ops.getattr = { req, ino, _ in
+        let b = Bridge.from(req)
+        b.handle(req, "getattr \(ino)") { b.replyAttr(req, try b.fs.getattr(ino)) }
+    }
+    ops.open = { req, ino, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "open \(ino)") {
+            let opened = try b.fs.open(ino, flags: shim_fi_flags(fi))
+            shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
+            if fuse_reply_open(req, fi) != 0 { b.fs.release(handle: opened.handle) }
+        }
+    }
+    ops.read = { req, ino, size, offset, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "read \(ino)") {
+            let source = try b.fs.read(handle: shim_fi_fh(fi), size: size, offset: Int64(offset))
+            shim_reply_fd(req, source.fd, off_t(source.offset), source.size)
+        }
+    }
+    ops.release = { req, _, fi in
+        Bridge.from(req).fs.release(handle: shim_fi_fh(fi))
+        fuse_reply_err(req, 0)
+    }
+    ops.opendir = { req, ino, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "opendir \(ino)") {
+            _ = try b.fs.getattr(ino)
+            shim_fi_set_open_flags(fi, 0, 0, 0, 0)
+            fuse_reply_open(req, fi)
+        }
+    }
+    ops.releasedir = { req, _, _ in fuse_reply_err(req, 0) }
+    ops.readdir = { req, ino, size, offset, _ in
+        let b = Bridge.from(req)
+        b.handle(req, "readdir \(ino)") { try readdir(b, req, ino, size, Int64(offset), plus: false) }
+    }
+    ops.readdirplus = { req, ino, size, offset, _ in
+        let b = Bridge.from(req)
+        b.handle(req, "readdirplus \(ino)") { try readdir(b, req, ino, size, Int64(offset), plus: true) }
+    }
+    ops.statfs = { req, _ in
+        let b = Bridge.from(req)
+        b.handle(req, "statfs") {
+            let s = try b.fs.statfs()
+            var v = statvfs()
+            v.f_bsize = UInt(s.blockSize)
+            v.f_frsize = UInt(s.fragmentSize)
+            v.f_blocks = UInt(s.blocks)
+            v.f_bfree = UInt(s.blocksFree)
+            v.f_bavail = UInt(s.blocksAvailable)
+            v.f_files = UInt(s.files)
+            v.f_ffree = UInt(s.filesFree)
+            v.f_favail = UInt(s.filesFree)
+            v.f_namemax = UInt(s.nameMax)
+            fuse_reply_statfs(req, &v)
+        }
+    }
+    ops.getxattr = { req, ino, name, size in
+        let b = Bridge.from(req)
+        b.handle(req, "getxattr \(display(name)) of \(ino)") {
+            let value = try b.fs.getxattr(ino, name: display(name))
+            try replyXattr(req, value, size)
+        }
+    }
+    ops.listxattr = { req, ino, size in
+        let b = Bridge.from(req)
+        b.handle(req, "listxattr \(ino)") {
+            var list: [UInt8] = []
+            for name in try b.fs.listxattr(ino) { list += Array(name.utf8) + [0] }
+            try replyXattr(req, list, size)
+        }
+    }
+    return ops
+}
+
+/// getxattr and listxattr: size 0 asks for the length; too small a buffer is ERANGE.
+private func replyXattr(_ req: fuse_req_t?, _ value: [UInt8], _ size: Int) throws {
+    if size == 0 {
+        fuse_reply_xattr(req, value.count)
+    } else if value.count > size {
+        throw FSError(ERANGE, "attribute value larger than the buffer", logged: false)
+    } else {
+        value.withUnsafeBytes { fuse_reply_buf(req, $0.baseAddress?.assumingMemoryBound(to: CChar.self), value.count) }
+    }
+}
+
+/// Fills one readdir buffer from entries after `offset`. Cookies are stable keys, so
+/// fetching more entries than fit costs nothing but the query.
+private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: Int64, plus: Bool) throws {
+    let estimate = max(1, size / (plus ? 160 : 40))
+    let entries = try b.fs.readdir(ino, after: offset, limit: estimate)
+    let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+    defer { buffer.deallocate() }
+    var used = 0
+    for entry in entries {
+        let needed: Int = entry.name.withCString { name in
+            if plus {
+                var e = b.entry(entry.attributes)
+                return fuse_add_direntry_plus(req, buffer + used, size - used, name, &e, off_t(entry.cookie))
+            } else {
+                var st = b.stat(entry.attributes)
+                return fuse_add_direntry(req, buffer + used, size - used, name, &st, off_t(entry.cookie))
+            }
+        }
+        if needed > size - used { break }
+        used += needed
+    }
+    fuse_reply_buf(req, buffer, used)
+}

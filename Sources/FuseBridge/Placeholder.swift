@@ -1,2 +1,0 @@
-import CFuse
-enum FusePlaceholder {}

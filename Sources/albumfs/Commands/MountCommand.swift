@@ -1,0 +1,97 @@
+import AlbumCore
+import AlbumFSCore
+import FuseBridge
+import Foundation
+
+enum MountCommand {
+    static let command = Commands.Command(
+        name: "mount", synopsis: "mount a library",
+        help: """
+            usage: albumfs mount LIBRARY MOUNTPOINT [-f] [-d] [-o OPTIONS]
+                   albumfs LIBRARY MOUNTPOINT [-o OPTIONS]   (the form mount.fuse3 and fstab use)
+
+            Mounts the library on MOUNTPOINT (an existing, empty folder) and serves it in
+            the background until it is unmounted (fusermount3 -u MOUNTPOINT, umount) or
+            the daemon gets SIGTERM or SIGINT.
+
+              -f        stay in the foreground, log to stderr
+              -d        debug: foreground, log every request
+              -o OPTS   comma-separated mount options:
+                  ro                    read-only: every change fails with EROFS
+                  allow_other           let other users in (root, or user_allow_other in /etc/fuse.conf)
+                  default_permissions   the kernel enforces the modes below
+                  uid=N, gid=N          owner of every file and folder (default: yours)
+                  umask=NNN             octal bits taken away from every mode (default 022)
+                  thumbnail_size=N      longest side of .thumbnails/ images (default 256)
+                  log=PATH              log to PATH instead of syslog (or stderr with -f)
+                  and mount(8)'s usual ones (nosuid, nodev, noexec, noatime, ...).
+
+            An fstab line: LIBRARY MOUNTPOINT fuse.albumfs defaults 0 0
+            """,
+        run: run)
+
+    /// Options mount(8) and fstab pass that mean nothing to a FUSE daemon.
+    static let ignored: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "owner",
+                                       "_netdev", "nofail", "relatime", "norelatime", "strictatime", "lazytime", "rw"]
+    /// Options for libfuse and mount(2).
+    static let kernel: Set<String> = ["allow_other", "allow_root", "default_permissions", "auto_unmount",
+                                      "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
+                                      "dirsync", "atime", "noatime"]
+
+    static func run(_ raw: [String]) throws -> Int32 {
+        let args = try Arguments(raw, valued: ["-o"], flags: ["-f", "-d", "-s", "--help", "--foreground", "--debug"], command: "mount")
+        let positionals = try Commands.positionals(args, ["LIBRARY", "MOUNTPOINT"], command: "mount")
+        var request = MountRequest(library: absolutePath(positionals[0]), mountpoint: absolutePath(positionals[1]))
+        request.debug = args.flags.contains("-d") || args.flags.contains("--debug")
+        request.foreground = request.debug || args.flags.contains("-f") || args.flags.contains("--foreground")
+        for list in args.options["-o"] ?? [] {
+            for option in list.split(separator: ",").map(String.init) where !option.isEmpty {
+                try apply(option, to: &request)
+            }
+        }
+        do {
+            try FuseMount.run(request)
+        } catch let error as MountError {
+            throw CommandError(message: error.description, code: Exit.failure)
+        }
+        return Exit.ok
+    }
+
+    static func apply(_ option: String, to request: inout MountRequest) throws {
+        let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
+        let key = parts[0], value = parts.count > 1 ? parts[1] : nil
+        func number(_ radix: Int = 10) throws -> UInt32 {
+            guard let value, let n = UInt32(value, radix: radix) else {
+                throw CommandError.usage("mount option \(key) needs a number, got '\(value ?? "")'", command: "mount")
+            }
+            return n
+        }
+        switch key {
+        case "ro": request.options.readOnly = true
+        case "uid": request.options.uid = try number()
+        case "gid": request.options.gid = try number()
+        case "umask":
+            let mask = try number(8)
+            guard mask <= 0o777 else { throw CommandError.usage("umask must be octal, at most 777", command: "mount") }
+            request.options.umask = mask
+        case "thumbnail_size":
+            let size = try number()
+            guard (16...4096).contains(size) else {
+                throw CommandError.usage("thumbnail_size must be between 16 and 4096", command: "mount")
+            }
+            request.options.thumbnailSize = Int(size)
+        case "log":
+            guard let value, !value.isEmpty else { throw CommandError.usage("log= needs a path", command: "mount") }
+            request.logPath = absolutePath(value)
+        case "fsname", "subtype", "comment":
+            break
+        default:
+            if key.hasPrefix("x-") || ignored.contains(key) { return }
+            if kernel.contains(key) && value == nil {
+                request.kernelOptions.append(key)
+                return
+            }
+            throw CommandError.usage("unknown mount option '\(option)'", command: "mount")
+        }
+    }
+}

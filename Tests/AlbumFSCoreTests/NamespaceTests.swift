@@ -1,0 +1,184 @@
+import AlbumCore
+import AlbumFSCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// The filesystem core in-process: what each inode is, lookups, listings and cookies,
+/// with a real library of sample photos.
+final class NamespaceTests: XCTestCase {
+    var temp: TempDirectory!
+    var library: Library!
+    var fs: FileSystem!
+    var trip: Album!
+    var family: Album!
+
+    override func setUpWithError() throws {
+        temp = TempDirectory()
+        library = try Library.create(at: temp.sub("lib"))
+        let trips = try library.createAlbum(named: "Trips", in: 0)
+        trip = try library.createAlbum(named: "Tuscany 2008", in: trips.id)
+        family = try library.createAlbum(named: "Family", in: 0)
+        for name in ["DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"] {
+            _ = try library.importFile(at: Samples.directory + "/photos/jpg/gps/" + name, originalName: name,
+                                       destination: ImportDestination(album: trip.id))
+        }
+        _ = try library.importFile(at: Samples.directory + "/photos/jpg/gps/DSCN0010.jpg", originalName: "DSCN0010.jpg",
+                                   destination: ImportDestination(album: family.id))
+        _ = try library.importFile(at: Samples.directory + "/videos/clip-2021-03-05.mp4", originalName: "clip-2021-03-05.mp4",
+                                   destination: .library)
+        fs = FileSystem(library: library, options: MountOptions())
+    }
+
+    override func tearDown() {
+        fs = nil
+        library = nil
+        temp.remove()
+    }
+
+    func lookup(_ path: String) throws -> Attributes {
+        var ino = FixedInode.root
+        var attributes = try fs.getattr(ino)
+        for part in path.split(separator: "/") {
+            attributes = try fs.lookup(parent: ino, name: Array(part.utf8))
+            ino = attributes.ino
+        }
+        return attributes
+    }
+
+    func names(_ path: String) throws -> [String] {
+        try fs.readdir(try lookup(path).ino, after: 0, limit: 10_000).map(\.name)
+    }
+
+    func errno(_ body: () throws -> Any) -> Int32? {
+        do { _ = try body(); return nil } catch { return FSError.from(error).errno }
+    }
+
+    func testTheTree() throws {
+        XCTAssertEqual(try names(""), [".", "..", "Albums", "All Photos", "By Date", "Smart Albums"])
+        XCTAssertEqual(try names("Albums"), [".", "..", "Trips", "Family"])
+        XCTAssertEqual(try names("Albums/Trips"), [".", "..", ".thumbnails", "Tuscany 2008"])
+        XCTAssertEqual(try names("Albums/Trips/Tuscany 2008"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
+        XCTAssertEqual(try names("All Photos"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg", "clip-2021-03-05.mp4"])
+        XCTAssertEqual(try names("By Date"), [".", "..", "2008", "2021"])
+        XCTAssertEqual(try names("By Date/2008"), [".", "..", "2008-10"])
+        XCTAssertEqual(try names("By Date/2008/2008-10"), [".", "..", "2008-10-22"])
+        XCTAssertEqual(try names("By Date/2008/2008-10/2008-10-22"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
+        XCTAssertEqual(try names("Smart Albums"), [".", ".."] + SmartAlbum.allCases.map(\.folderName))
+        XCTAssertEqual(try names("Smart Albums/Videos"), [".", "..", ".thumbnails", "clip-2021-03-05.mp4"])
+        XCTAssertEqual(try lookup("Albums/Trips").kind, .directory)
+        XCTAssertEqual(try lookup("Smart Albums/Videos").permissions, 0o555)
+    }
+
+    func testOneAssetOneInodeEverywhere() throws {
+        let inAlbum = try lookup("Albums/Trips/Tuscany 2008/DSCN0010.jpg")
+        let inOther = try lookup("Albums/Family/DSCN0010.jpg")
+        let inAll = try lookup("All Photos/DSCN0010.jpg")
+        let inDay = try lookup("By Date/2008/2008-10/2008-10-22/DSCN0010.jpg")
+        XCTAssertEqual(Set([inAlbum.ino, inOther.ino, inAll.ino, inDay.ino]).count, 1)
+        XCTAssertEqual(inAlbum.nlink, 2)
+        XCTAssertEqual(inAlbum.size, 161713)
+        XCTAssertEqual(inAlbum.blocks, (161713 + 4095) / 4096 * 8)
+        XCTAssertEqual(inAlbum.mtimeNs / 1_000_000_000, try XCTUnwrap(try library.asset(named: "DSCN0010.jpg")).takenAt)
+        // d_ino == st_ino: readdir entries carry the inode that lookup gives.
+        let entry = try XCTUnwrap(try fs.readdir(try lookup("All Photos").ino, after: 0, limit: 100).first { $0.name == "DSCN0010.jpg" })
+        XCTAssertEqual(entry.attributes.ino, inAll.ino)
+    }
+
+    func testInodesSurviveARestart() throws {
+        let paths = ["Albums", "Albums/Trips", "Albums/Trips/Tuscany 2008", "Albums/Trips/Tuscany 2008/DSCN0012.jpg",
+                     "All Photos", "By Date/2008/2008-10/2008-10-22", "Smart Albums/Videos",
+                     "Albums/Trips/Tuscany 2008/.thumbnails", "By Date/2008/2008-10/2008-10-22/.thumbnails"]
+        let before = try paths.map { try lookup($0).ino }
+        fs = nil
+        library = nil
+        library = try Library.open(at: temp.sub("lib"), access: .exclusive)
+        fs = FileSystem(library: library, options: MountOptions())
+        XCTAssertEqual(try paths.map { try lookup($0).ino }, before)
+        // NFS after a restart: getattr, "." and ".." of numbers handed out before.
+        for ino in before {
+            XCTAssertEqual(try fs.getattr(ino).ino, ino)
+            XCTAssertEqual(try fs.lookup(parent: ino, name: Array(".".utf8)).ino, ino)
+        }
+        XCTAssertEqual(try fs.lookup(parent: try lookup("Albums/Trips/Tuscany 2008").ino, name: Array("..".utf8)).ino,
+                       try lookup("Albums/Trips").ino)
+        XCTAssertEqual(try fs.lookup(parent: try lookup("By Date/2008/2008-10/2008-10-22").ino, name: Array("..".utf8)).ino,
+                       try lookup("By Date/2008/2008-10").ino)
+        XCTAssertEqual(try fs.lookup(parent: try lookup("Albums/Trips").ino, name: Array("..".utf8)).ino, FixedInode.albums)
+        XCTAssertEqual(try fs.lookup(parent: FixedInode.root, name: Array("..".utf8)).ino, FixedInode.root)
+        // Numbers never handed out, and objects that are gone, are ENOENT (ESTALE on NFS).
+        XCTAssertEqual(errno { try self.fs.getattr(999_999) }, ENOENT)
+        XCTAssertEqual(errno { try self.fs.getattr(12345 | (7 << 56)) }, ENOENT)
+        XCTAssertEqual(errno { try self.fs.getattr((1 << 56) | 19990101) }, ENOENT)
+    }
+
+    func testNamesInAnyCaseAndNormalization() throws {
+        let exact = try lookup("All Photos/DSCN0010.jpg")
+        XCTAssertEqual(try lookup("all photos/dscn0010.JPG").ino, exact.ino)
+        XCTAssertEqual(try lookup("ALBUMS/trips/TUSCANY 2008/dscn0010.jpg").ino, exact.ino)
+
+        let cafe = try library.createAlbum(named: "Caf\u{E9}", in: 0)
+        XCTAssertEqual(try lookup("Albums/Cafe\u{301}").ino, UInt64(cafe.id))
+        XCTAssertEqual(try lookup("Albums/CAFE\u{301}").ino, UInt64(cafe.id))
+
+        let albums = FixedInode.albums
+        XCTAssertEqual(errno { try self.fs.lookup(parent: albums, name: [0x66, 0xFF, 0x6F]) }, EILSEQ)
+        XCTAssertEqual(errno { try self.fs.lookup(parent: albums, name: Array(repeating: 0x61, count: 256)) }, ENAMETOOLONG)
+        XCTAssertEqual(errno { try self.fs.lookup(parent: albums, name: Array("missing".utf8)) }, ENOENT)
+    }
+
+    func testListingsResumeAtEveryCookie() throws {
+        for path in ["", "Albums", "Albums/Trips/Tuscany 2008", "All Photos", "By Date", "Smart Albums"] {
+            let ino = try lookup(path).ino
+            let all = try fs.readdir(ino, after: 0, limit: 10_000)
+            XCTAssertEqual(all.map(\.cookie), all.map(\.cookie).sorted(), path)
+            XCTAssertEqual(Set(all.map(\.cookie)).count, all.count, path)
+            for (index, entry) in all.enumerated() {
+                let rest = try fs.readdir(ino, after: entry.cookie, limit: 10_000)
+                XCTAssertEqual(rest, Array(all[(index + 1)...]), "\(path) after \(entry.name)")
+                XCTAssertEqual(try fs.readdir(ino, after: entry.cookie, limit: 1).first, all.dropFirst(index + 1).first)
+            }
+        }
+        // A listing resumed after an entry that was removed meanwhile goes on with the next.
+        let album = try lookup("Albums/Trips/Tuscany 2008").ino
+        let all = try fs.readdir(album, after: 0, limit: 100)
+        let second = try XCTUnwrap(all.first { $0.name == "DSCN0012.jpg" })
+        try library.removeMembership(album: trip.id, name: "DSCN0012.jpg")
+        XCTAssertEqual(try fs.readdir(album, after: second.cookie, limit: 100).map(\.name), ["DSCN0021.jpg"])
+    }
+
+    func testReadsServeTheOriginalBytes() throws {
+        let attributes = try lookup("All Photos/DSCN0021.jpg")
+        let opened = try fs.open(attributes.ino, flags: O_RDONLY)
+        defer { fs.release(handle: opened.handle) }
+        XCTAssertTrue(opened.keepCache)
+        let source = try fs.read(handle: opened.handle, size: 1 << 20, offset: 0)
+        var bytes = [UInt8](repeating: 0, count: Int(attributes.size) + 10)
+        let n = pread(source.fd, &bytes, bytes.count, 0)
+        XCTAssertEqual(n, Int(attributes.size))
+        let original = try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/photos/jpg/gps/DSCN0021.jpg"))
+        XCTAssertEqual(Data(bytes.prefix(n)), original)
+        XCTAssertEqual(errno { try self.fs.open(try self.lookup("Albums").ino, flags: O_RDONLY) }, EISDIR)
+    }
+
+    func testExtendedAttributes() throws {
+        let ino = try lookup("All Photos/DSCN0010.jpg").ino
+        XCTAssertEqual(String(decoding: try fs.getxattr(ino, name: "user.albumfs.camera"), as: UTF8.self), "NIKON COOLPIX P6000")
+        XCTAssertEqual(String(decoding: try fs.getxattr(ino, name: "user.albumfs.capture_date"), as: UTF8.self), "2008-10-22T16:28:39")
+        XCTAssertTrue(try fs.listxattr(ino).contains("user.albumfs.latitude"))
+        XCTAssertEqual(errno { try self.fs.getxattr(ino, name: "user.albumfs.duration") }, ENODATA)
+        let video = try lookup("All Photos/clip-2021-03-05.mp4").ino
+        XCTAssertEqual(String(decoding: try fs.getxattr(video, name: "user.albumfs.duration"), as: UTF8.self), "2.000")
+        XCTAssertFalse(try fs.listxattr(video).contains("user.albumfs.latitude"))
+    }
+
+    func testStatfsReportsTheLibrarysDisk() throws {
+        let s = try fs.statfs()
+        var v = statvfs()
+        XCTAssertEqual(statvfs(library.paths.root, &v), 0)
+        XCTAssertEqual(s.blocks, UInt64(v.f_blocks))
+        XCTAssertEqual(s.blockSize, UInt64(v.f_bsize))
+        XCTAssertEqual(s.nameMax, 255)
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class AlbumFSCoreTestsPlaceholder: XCTestCase { func testNothing() {} }

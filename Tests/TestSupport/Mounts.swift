@@ -1,0 +1,126 @@
+import AlbumCore
+import Foundation
+import Glibc
+import XCTest
+
+/// A library mounted for a test: `albumfs mount -f` as a child process, logging to a
+/// file. `unmount()` (also run by `deinit`) unmounts and waits for the daemon; if the
+/// test runner dies, the daemon gets SIGTERM (prctl) and unmounts itself.
+public final class MountedLibrary: @unchecked Sendable {
+    public let library: String
+    public let mountpoint: String
+    public let logPath: String
+    public private(set) var process: Process?
+    public private(set) var options: [String]
+
+    /// Mounts `library` (which must exist) on a fresh folder in `temp`.
+    public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = []) throws {
+        self.library = library
+        self.mountpoint = temp.sub(name)
+        self.logPath = temp.sub("\(name).log")
+        self.options = options
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        try start()
+    }
+
+    /// Starts the daemon and waits until the mount answers.
+    public func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Processes.albumfs)
+        process.arguments = ["mount", library, mountpoint, "-f", "-o", (["log=\(logPath)"] + options).joined(separator: ",")]
+        var environment = ProcessInfo.processInfo.environment
+        environment["ALBUMFS_EXIT_WITH_PARENT"] = "1"
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if MountedLibrary.isMounted(mountpoint) { return }
+            if !process.isRunning {
+                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                self.process = nil
+                throw MountFailure(message: "albumfs mount exited with \(process.terminationStatus): \(message)")
+            }
+            usleep(20_000)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        throw MountFailure(message: "the mount did not come up within 20 s; log: \(log)")
+    }
+
+    public struct MountFailure: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
+
+    public static func isMounted(_ path: String) -> Bool {
+        guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return false }
+        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == path }
+    }
+
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Unmounts (fusermount3 -u, then lazily if busy) and waits for the daemon to exit.
+    public func unmount() {
+        guard let process else { return }
+        self.process = nil
+        if MountedLibrary.isMounted(mountpoint) {
+            _ = try? Processes.run("fusermount3", ["-u", mountpoint], timeout: 30)
+            if MountedLibrary.isMounted(mountpoint) {
+                _ = try? Processes.run("fusermount3", ["-u", "-z", mountpoint], timeout: 30)
+            }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Kills the daemon with SIGKILL (a crash), then clears the dead mount.
+    public func crash() {
+        guard let process else { return }
+        self.process = nil
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        _ = try? Processes.run("fusermount3", ["-u", "-z", mountpoint], timeout: 30)
+    }
+
+    public var pid: Int32? { process?.processIdentifier }
+
+    public func path(_ relative: String) -> String { mountpoint + "/" + relative }
+
+    deinit { unmount() }
+}
+
+/// A library with the sample media imported by the real command line.
+public enum SampleLibrary {
+    /// `albumfs init` and `albumfs import` of the sample folders (photos, videos, extras).
+    public static func make(in temp: TempDirectory, name: String = "lib") throws -> String {
+        let library = temp.sub(name)
+        let created = try Processes.albumfs("init", library)
+        guard created.ok else { throw MountedLibrary.MountFailure(message: created.stderr) }
+        let imported = try Processes.albumfs("import", library, Samples.directory + "/photos",
+                                             Samples.directory + "/videos", Samples.directory + "/extras")
+        // Status 1: the samples include files that are refused on purpose.
+        guard imported.status == 0 || imported.status == 1 else {
+            throw MountedLibrary.MountFailure(message: imported.stderr)
+        }
+        return library
+    }
+}
+
+/// Fails a test loudly when FUSE cannot be used; in CI that is a failure, never a skip.
+public func requireFUSE(file: StaticString = #filePath, line: UInt = #line) throws {
+    let ok = FileManager.default.fileExists(atPath: "/dev/fuse") && (try? Processes.which("fusermount3")) != nil
+    if !ok {
+        if ProcessInfo.processInfo.environment["CI"] == nil {
+            throw XCTSkip("FUSE is not available here (/dev/fuse, fusermount3)")
+        }
+        XCTFail("FUSE is not available (/dev/fuse or fusermount3 missing); CI must have it", file: file, line: line)
+        throw MountedLibrary.MountFailure(message: "no FUSE")
+    }
+}
