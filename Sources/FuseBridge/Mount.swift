@@ -32,6 +32,9 @@ public enum FuseMount {
     /// SIGINT, SIGHUP). Without `foreground`, returns in the parent once the mount is up
     /// and keeps serving in a background child.
     public static func run(_ request: MountRequest) throws {
+        // Descriptors the caller left open (a pipe of a shell or a test harness): the
+        // background daemon must not hold them, or the caller never sees end-of-file.
+        let inherited = openDescriptors()
         try checkMountpoint(request.mountpoint)
         // The lock is taken before the fork (flock survives it); the database is opened
         // once to check it, closed, and opened again in the serving process, because
@@ -69,6 +72,9 @@ public enum FuseMount {
         }
 
         // From here on: the serving process.
+        if !request.foreground {
+            for fd in inherited { close(fd) }
+        }
         if request.foreground && ProcessInfo.processInfo.environment["ALBUMFS_EXIT_WITH_PARENT"] != nil {
             // Tests run the daemon as a child: if the test runner dies, the daemon gets
             // SIGTERM and unmounts instead of leaving a mount behind.
@@ -133,6 +139,13 @@ public enum FuseMount {
                 throw MountError("mountpoint \(path) is not empty; mount on an empty folder")
             }
         }
+    }
+
+    /// Open file descriptors above stderr.
+    static func openDescriptors() -> [Int32] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
+        // The listing's own descriptor is in it, and closed by now: keep only live ones.
+        return entries.compactMap { Int32($0) }.filter { $0 > 2 && fcntl($0, F_GETFD) != -1 }
     }
 
     static func configureLog(_ request: MountRequest) {

@@ -47,6 +47,9 @@ public final class MountedLibrary: @unchecked Sendable {
             usleep(20_000)
         }
         kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+        _ = try? Processes.run("fusermount3", ["-u", "-z", mountpoint], timeout: 30)
         throw MountFailure(message: "the mount did not come up within 20 s; log: \(log)")
     }
 
@@ -57,14 +60,17 @@ public final class MountedLibrary: @unchecked Sendable {
 
     public static func isMounted(_ path: String) -> Bool {
         guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return false }
-        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == path }
+        let wanted = URL(fileURLWithPath: path).standardizedFileURL.path
+        return mounts.split(separator: "\n").contains {
+            $0.split(separator: " ").dropFirst().first.map { String($0).replacingOccurrences(of: "\\040", with: " ") } == wanted
+        }
     }
 
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Unmounts (fusermount3 -u, then lazily if busy) and waits for the daemon to exit.
     public func unmount() {
-        guard let process else { return }
+        let process = self.process
         self.process = nil
         if MountedLibrary.isMounted(mountpoint) {
             _ = try? Processes.run("fusermount3", ["-u", mountpoint], timeout: 30)
@@ -72,6 +78,7 @@ public final class MountedLibrary: @unchecked Sendable {
                 _ = try? Processes.run("fusermount3", ["-u", "-z", mountpoint], timeout: 30)
             }
         }
+        guard let process else { return }
         let deadline = Date().addingTimeInterval(20)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning {

@@ -35,9 +35,12 @@ public enum Processes {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        // Output goes to files, not pipes: a daemon the command leaves behind could hold
+        // a pipe open and keep a reader waiting forever.
+        let outPath = temporaryFile(), errPath = temporaryFile()
+        defer { unlink(outPath); unlink(errPath) }
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
         let input = Pipe()
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
         try process.run()
@@ -45,26 +48,16 @@ public enum Processes {
             input.fileHandleForWriting.write(stdin)
             try? input.fileHandleForWriting.close()
         }
-        // Read both pipes while the process runs, so that it never blocks on a full pipe.
-        let outData = Locked(Data()), errData = Locked(Data())
-        let group = DispatchGroup()
-        for (pipe, sink) in [(out, outData), (err, errData)] {
-            group.enter()
-            DispatchQueue.global().async {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                sink.withLock { $0 = data }
-                group.leave()
-            }
-        }
         let pid = process.processIdentifier
         let timer = DispatchWorkItem { kill(pid, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: timer)
         process.waitUntilExit()
         timer.cancel()
-        group.wait()
+        let outData = FileManager.default.contents(atPath: outPath) ?? Data()
+        let errData = FileManager.default.contents(atPath: errPath) ?? Data()
         return Result(status: process.terminationStatus,
-                      stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
-                      stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+                      stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self))
     }
 
     /// Runs the albumfs binary.
@@ -79,9 +72,16 @@ public enum Processes {
         try run("/bin/sh", ["-c", command], timeout: timeout)
     }
 
+    static func temporaryFile() -> String {
+        var template = Array("/tmp/albumfs-out-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        close(fd)
+        return String(cString: template)
+    }
+
     public static func which(_ name: String) throws -> String {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-            + ["/usr/sbin", "/sbin", "/usr/local/bin"] {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        for dir in path + ["/usr/sbin", "/sbin", "/usr/local/bin"] {
             let candidate = "\(dir)/\(name)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }

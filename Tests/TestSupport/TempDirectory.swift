@@ -6,7 +6,9 @@ public final class TempDirectory: @unchecked Sendable {
     public let path: String
 
     public init(_ label: String = "albumfs-test") {
-        var template = Array("\(NSTemporaryDirectory())/\(label)-XXXXXX".utf8CString)
+        var base = NSTemporaryDirectory()
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        var template = Array("\(base)/\(label)-XXXXXX".utf8CString)
         let result = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(result != nil, "mkdtemp failed")
         path = String(cString: result!)

@@ -1,0 +1,126 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// Mounting like a FUSE filesystem: background by default, the mount.fuse3 form, clean
+/// unmounts on fusermount3 -u, umount, SIGTERM and SIGINT, and clear refusals.
+final class MountLifecycleTests: XCTestCase {
+    var temp: TempDirectory!
+    var library: String!
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-life")
+        library = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", library).ok)
+        // Status 1: the folder's README is refused, as it should be.
+        XCTAssertEqual(try Processes.albumfs("import", library, Samples.directory + "/photos/jpg/gps").status, 1)
+    }
+
+    override func tearDown() {
+        // Whatever a test left: unmount, and end daemons serving this test's folders.
+        guard let temp else { return }
+        if let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) {
+            for line in mounts.split(separator: "\n") where line.contains(temp.path) {
+                let target = String(line.split(separator: " ")[1])
+                _ = try? Processes.run("fusermount3", ["-u", "-z", target])
+            }
+        }
+        for pid in daemons() { kill(pid, SIGKILL) }
+        temp.remove()
+    }
+
+    /// PIDs of albumfs processes serving this test's library.
+    func daemons() -> [pid_t] {
+        guard let result = try? Processes.run("pgrep", ["-f", "albumfs.* \(temp.path)"]) else { return [] }
+        return result.stdout.split(separator: "\n").compactMap { pid_t($0) }
+    }
+
+    func mountpoint(_ name: String = "mnt") throws -> String {
+        let path = temp.sub(name)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func waitUntil(_ timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    func testBackgroundMountAndEveryWayToStopIt() throws {
+        let mnt = try mountpoint()
+        let ways: [(String, () throws -> Void)] = [
+            ("fusermount3 -u", { XCTAssertTrue(try Processes.run("fusermount3", ["-u", mnt]).ok) }),
+            ("umount", { XCTAssertTrue(try Processes.run("umount", [mnt]).ok) }),
+            ("SIGTERM", { for pid in self.daemons() { kill(pid, SIGTERM) } }),
+            ("SIGINT", { for pid in self.daemons() { kill(pid, SIGINT) } }),
+        ]
+        for (way, stop) in ways {
+            let mounted = try Processes.albumfs("mount", library, mnt, "-o", "log=\(temp.sub("log"))")
+            XCTAssertEqual(mounted.status, 0, "\(way): \(mounted.stderr)")
+            // The command returned: the mount is up and served from the background.
+            XCTAssertTrue(MountedLibrary.isMounted(mnt), way)
+            XCTAssertEqual(daemons().count, 1, way)
+            XCTAssertTrue(try Processes.shell("ls '\(mnt)/All Photos' | grep -q DSCN0010.jpg").ok, way)
+            try stop()
+            XCTAssertTrue(waitUntil { !MountedLibrary.isMounted(mnt) && self.daemons().isEmpty }, "\(way) left a mount or a daemon")
+        }
+        let log = try String(contentsOfFile: temp.sub("log"), encoding: .utf8)
+        XCTAssertEqual(log.components(separatedBy: "unmounted").count - 1, 4, log)
+    }
+
+    func testMountFuse3FormAsFstabUsesIt() throws {
+        let mnt = try mountpoint()
+        // mount.fuse3 runs "albumfs LIBRARY MOUNTPOINT -o OPTIONS", as an fstab line
+        // `LIBRARY MOUNTPOINT fuse.albumfs defaults 0 0` makes mount(8) do.
+        let path = Processes.productsDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let result = try Processes.run("/bin/sh", ["-c", "PATH='\(path)' mount.fuse3 'albumfs#\(library!)' '\(mnt)' -o rw,nosuid,nodev,log=\(temp.sub("log"))"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(MountedLibrary.isMounted(mnt))
+        XCTAssertTrue(try Processes.shell("test -f '\(mnt)/All Photos/DSCN0010.jpg'").ok)
+        XCTAssertTrue(try Processes.run("umount", [mnt]).ok)
+        XCTAssertTrue(waitUntil { self.daemons().isEmpty })
+    }
+
+    func testRefusalsAreClearAndLeaveNothingBehind() throws {
+        let mnt = try mountpoint()
+        func refused(_ args: [String], _ expected: String) throws {
+            let result = try Processes.run(Processes.albumfs, args)
+            XCTAssertNotEqual(result.status, 0, args.joined(separator: " "))
+            XCTAssertTrue(result.stderr.contains(expected), "\(args): \(result.stderr)")
+            XCTAssertEqual(result.stderr.split(separator: "\n").filter { $0.hasPrefix("albumfs:") }.count, 1, result.stderr)
+        }
+        try refused(["mount", library, temp.sub("missing")], "does not exist")
+        let full = try mountpoint("full")
+        FileManager.default.createFile(atPath: full + "/file", contents: Data())
+        try refused(["mount", library, full], "is not empty")
+        try refused(["mount", temp.sub("nolibrary"), mnt], "is not an AlbumFS library")
+        try refused(["mount", library, mnt, "-o", "bogus_option"], "unknown mount option")
+        try refused(["mount", library], "missing MOUNTPOINT")
+
+        XCTAssertTrue(try Processes.albumfs("mount", library, mnt).ok)
+        try refused(["mount", library, mnt], "is busy")
+        let second = try mountpoint("second")
+        try refused(["mount", library, second], "in use by another albumfs process")
+        try refused(["import", library, Samples.directory + "/photos/jpg/gps"], "in use by another albumfs process")
+        XCTAssertFalse(MountedLibrary.isMounted(second))
+        XCTAssertEqual(daemons().count, 1)
+        XCTAssertTrue(try Processes.run("fusermount3", ["-u", mnt]).ok)
+        XCTAssertTrue(waitUntil { self.daemons().isEmpty })
+    }
+
+    func testReadOnlyMountRefusesChanges() throws {
+        let mnt = try mountpoint()
+        XCTAssertTrue(try Processes.albumfs("mount", library, mnt, "-o", "ro").ok)
+        defer { _ = try? Processes.run("fusermount3", ["-u", mnt]) }
+        let result = try Processes.shell("mkdir '\(mnt)/Albums/New' 2>&1; touch '\(mnt)/Albums/x' 2>&1")
+        XCTAssertTrue(result.stdout.contains("Read-only file system"), result.stdout)
+        XCTAssertTrue(try Processes.shell("cat '\(mnt)/All Photos/DSCN0010.jpg' > /dev/null").ok)
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class MountTestsPlaceholder: XCTestCase { func testNothing() {} }
