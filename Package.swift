@@ -10,6 +10,7 @@ let package = Package(
     name: "AlbumFS",
     products: [
         .executable(name: "albumfs", targets: ["albumfs"]),
+        .executable(name: "albumfs-bench", targets: ["albumfs-bench"]),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
@@ -25,6 +26,8 @@ let package = Package(
         // The only code that imports libfuse.
         .target(name: "FuseBridge", dependencies: ["AlbumFSCore", "AlbumCore", "CFuse"]),
         .executableTarget(name: "albumfs", dependencies: ["AlbumCore", "AlbumFSCore", "FuseBridge"]),
+        // The benchmark (mount-scripts/bench): side-by-side ratios, never part of the tests.
+        .executableTarget(name: "albumfs-bench", dependencies: ["AlbumCore"]),
 
         // Shared by the test targets: samples, expected.json, temporary libraries, processes.
         .target(name: "TestSupport", dependencies: ["AlbumCore", "CVips"], path: "Tests/TestSupport"),

@@ -35,7 +35,18 @@ extension FileSystem {
         return (Int64(bitPattern: ino), nil)
     }
 
+    /// Only the `user.` namespace is kept. Other namespaces (security.selinux,
+    /// system.posix_acl_*, trusted.*) are EOPNOTSUPP: tools such as ls then stop asking
+    /// for them on this filesystem, instead of one round trip per file. (ENOSYS would
+    /// make the kernel stop asking for every attribute, user.* included.)
+    static func checkNamespace(_ name: String) throws {
+        guard name.hasPrefix("user.") else {
+            throw FSError(EOPNOTSUPP, "attribute namespace of \(name) is not supported", logged: false)
+        }
+    }
+
     public func getxattr(_ ino: UInt64, name: String) throws -> [UInt8] {
+        try Self.checkNamespace(name)
         let (owner, asset) = try xattrOwner(ino)
         if let asset, name.hasPrefix(Self.prefix) {
             if let (_, value) = computedXattrs(asset).first(where: { $0.0 == name }) { return Array(value.utf8) }

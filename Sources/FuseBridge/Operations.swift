@@ -48,7 +48,9 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         let b = Bridge.from(req)
         b.handle(req, "opendir \(ino)") {
             _ = try b.fs.getattr(ino)
-            shim_fi_set_open_flags(fi, 0, 0, 0, 0)
+            // The kernel keeps listings (cache_readdir) until the core invalidates the
+            // folder's inode after a change.
+            shim_fi_set_open_flags(fi, 0, 1, 0, 1)
             fuse_reply_open(req, fi)
         }
     }

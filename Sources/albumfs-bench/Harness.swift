@@ -1,0 +1,132 @@
+import AlbumCore
+import Foundation
+import Glibc
+
+/// Timing, commands and the result table of the benchmark.
+enum Harness {
+    nonisolated(unsafe) static var runs = 5
+    nonisolated(unsafe) static var albumfs = ""
+    nonisolated(unsafe) static var rows: [Row] = []
+
+    struct Row {
+        let name: String
+        let ours: Double
+        let baseline: Double?
+        let baselineName: String
+        let unit: String
+    }
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Median wall time of `body` over `runs` runs; `prepare` runs before each, untimed.
+    static func median(_ runs: Int = Harness.runs, prepare: () throws -> Void = {}, _ body: () throws -> Void) rethrows -> Double {
+        var times: [Double] = []
+        for _ in 0..<runs {
+            try prepare()
+            let start = now()
+            try body()
+            times.append(now() - start)
+        }
+        times.sort()
+        return times[times.count / 2]
+    }
+
+    @discardableResult
+    static func sh(_ command: String, check: Bool = true) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let out = FileHandle(forWritingAtPath: "/dev/null")
+        let tmp = "/tmp/albumfs-bench-out-\(getpid())"
+        FileManager.default.createFile(atPath: tmp, contents: nil)
+        defer { unlink(tmp) }
+        process.standardOutput = FileHandle(forWritingAtPath: tmp)
+        process.standardError = out
+        try process.run()
+        process.waitUntilExit()
+        if check && process.terminationStatus != 0 {
+            throw BenchError("command failed (\(process.terminationStatus)): \(command)")
+        }
+        return (try? String(contentsOfFile: tmp, encoding: .utf8)) ?? ""
+    }
+
+    static func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    /// Drops the page cache: all of it when root may, else the given files'.
+    static func dropCaches(_ files: [String]) {
+        sync()
+        if let handle = FileHandle(forWritingAtPath: "/proc/sys/vm/drop_caches") {
+            handle.write(Data("3\n".utf8))
+            try? handle.close()
+            return
+        }
+        for file in files {
+            let fd = open(file, O_RDONLY)
+            if fd >= 0 { posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); close(fd) }
+        }
+    }
+
+    static func record(_ name: String, ours: Double, baseline: Double?, baselineName: String, unit: String = "s") {
+        rows.append(Row(name: name, ours: ours, baseline: baseline, baselineName: baselineName, unit: unit))
+        print(line(rows.last!))
+    }
+
+    static func header() {
+        print(String(repeating: "-", count: 110))
+        print(pad("benchmark", 52) + pad("albumfs", 14) + pad("baseline", 14) + pad("ratio", 8) + "baseline is")
+        print(String(repeating: "-", count: 110))
+    }
+
+    static func line(_ r: Row) -> String {
+        let ours = format(r.ours, r.unit)
+        let base = r.baseline.map { format($0, r.unit) } ?? "-"
+        let ratio = r.baseline.map { $0 > 0 ? String(format: "%.2f", r.ours / $0) : "-" } ?? "-"
+        return pad(r.name, 52) + pad(ours, 14) + pad(base, 14) + pad(ratio, 8) + r.baselineName
+    }
+
+    static func format(_ v: Double, _ unit: String) -> String {
+        switch unit {
+        case "s": return v < 0.01 ? String(format: "%.2f ms", v * 1000) : String(format: "%.3f s", v)
+        case "ms": return String(format: "%.2f ms", v * 1000)
+        case "MB": return String(format: "%.1f MB", v)
+        default: return String(format: "%.2f %@", v, unit)
+        }
+    }
+
+    static func pad(_ s: String, _ n: Int) -> String {
+        s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A mount of a library for the length of a benchmark.
+final class BenchMount {
+    let mountpoint: String
+
+    init(library: String, mountpoint: String, options: String = "") throws {
+        self.mountpoint = mountpoint
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let opts = options.isEmpty ? "" : " -o \(options)"
+        try Harness.sh("\(Harness.q(Harness.albumfs)) mount \(Harness.q(library)) \(Harness.q(mountpoint))\(opts)")
+    }
+
+    func unmount() {
+        _ = try? Harness.sh("fusermount3 -u \(Harness.q(mountpoint)) || fusermount3 -u -z \(Harness.q(mountpoint))", check: false)
+        // Wait for the daemon to go, so that the library is free again.
+        for _ in 0..<200 {
+            let out = (try? Harness.sh("pgrep -f \(Harness.q("albumfs mount .* \(mountpoint)"))", check: false)) ?? ""
+            if out.isEmpty { return }
+            usleep(25_000)
+        }
+    }
+
+    deinit { unmount() }
+}

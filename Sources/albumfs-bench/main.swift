@@ -1,0 +1,71 @@
+import AlbumCore
+import Foundation
+import Glibc
+
+// albumfs-bench: side-by-side measurements with ratios against the baselines the issues
+// name. Not a test: run it on demand (mount-scripts/bench).
+
+let usage = """
+    usage: albumfs-bench [--dir DIR] [--runs N] [BENCHMARK...]
+
+    Benchmarks (default: all):
+      queries   smart-album and date-view queries over a 100,000-asset library
+      read      reading a 1 GB video through the mount, cold and warm, against its blob
+      list      ls -l and find over an album of 10,000 assets, against plain files
+
+    Options:
+      --dir DIR      where data sets are built (default /var/tmp/albumfs-bench)
+      --runs N       runs per figure; the median is reported (default 5)
+      --assets N     assets for `queries` (default 100000)
+      --list-assets N  assets for `list` (default 10000)
+      --video-mb N   size of the video for `read` (default 1024)
+    """
+
+var dir = "/var/tmp/albumfs-bench"
+var selected: [String] = []
+var queryAssets = 100_000
+var listAssets = 10_000
+var videoMB = 1024
+var args = Array(CommandLine.arguments.dropFirst())
+while !args.isEmpty {
+    let arg = args.removeFirst()
+    func value() -> String {
+        guard !args.isEmpty else { print(usage); exit(64) }
+        return args.removeFirst()
+    }
+    switch arg {
+    case "--dir": dir = value()
+    case "--runs": Harness.runs = Int(value()) ?? 5
+    case "--assets": queryAssets = Int(value()) ?? queryAssets
+    case "--list-assets": listAssets = Int(value()) ?? listAssets
+    case "--video-mb": videoMB = Int(value()) ?? videoMB
+    case "-h", "--help": print(usage); exit(0)
+    default: selected.append(arg)
+    }
+}
+if selected.isEmpty { selected = ["queries", "read", "list"] }
+
+let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
+Harness.albumfs = binDir + "/albumfs"
+guard FileManager.default.isExecutableFile(atPath: Harness.albumfs) else {
+    print("albumfs-bench: \(Harness.albumfs) is missing; build it first (mount-scripts/bench does)")
+    exit(69)
+}
+
+do {
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    print("albumfs-bench: data in \(dir), median of \(Harness.runs) runs; ratio = albumfs / baseline (below 1: albumfs is faster)")
+    Harness.header()
+    for name in selected {
+        switch name {
+        case "queries": try QueryBench.run(dir: dir, assets: queryAssets)
+        case "read": try ReadBench.run(dir: dir, megabytes: videoMB)
+        case "list": try ListBench.run(dir: dir, assets: listAssets)
+        default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)
+        }
+    }
+    print(String(repeating: "-", count: 110))
+} catch {
+    print("albumfs-bench: \(error)")
+    exit(1)
+}
