@@ -123,4 +123,12 @@ final class MountLifecycleTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("Read-only file system"), result.stdout)
         XCTAssertTrue(try Processes.shell("cat '\(mnt)/All Photos/DSCN0010.jpg' > /dev/null").ok)
     }
+
+    func testOwnerAndModeOptions() throws {
+        let mnt = try mountpoint()
+        XCTAssertTrue(try Processes.albumfs("mount", library, mnt, "-o", "uid=1234,gid=4321,umask=027,allow_other").ok)
+        defer { _ = try? Processes.run("fusermount3", ["-u", mnt]) }
+        let result = try Processes.shell("stat -c '%u %g %a' '\(mnt)/Albums' '\(mnt)/All Photos/DSCN0010.jpg' '\(mnt)/Smart Albums/Videos'")
+        XCTAssertEqual(result.stdout, "1234 4321 750\n1234 4321 640\n1234 4321 550\n", result.stderr)
+    }
 }
