@@ -8,10 +8,18 @@ public enum Samples {
             .deletingLastPathComponent().path
     }()
 
+    /// `$ALBUMFS_SAMPLES`, else `shared/samples` beside the checkout or beside one of its
+    /// parents (the checkout is `work/main`, the media `work/shared/samples`), else
+    /// `/work/shared/samples`.
     public static let directory: String = {
         if let env = ProcessInfo.processInfo.environment["ALBUMFS_SAMPLES"] { return env }
-        return URL(fileURLWithPath: packageRoot).deletingLastPathComponent()
-            .appendingPathComponent("shared/samples").standardizedFileURL.path
+        var dir = URL(fileURLWithPath: packageRoot)
+        while dir.path != "/" {
+            dir.deleteLastPathComponent()
+            let candidate = dir.appendingPathComponent("shared/samples").path
+            if FileManager.default.fileExists(atPath: candidate + "/expected.json") { return candidate }
+        }
+        return "/work/shared/samples"
     }()
 
     public struct Expected: Sendable {
