@@ -18,9 +18,10 @@ let package = Package(
         .systemLibrary(name: "CVips", pkgConfig: "vips libexif libheif"),
         .systemLibrary(name: "CAV", pkgConfig: "libavformat libavcodec libavutil libswscale"),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3"),
+        .systemLibrary(name: "CSystem"),
 
         // Storage core: library layout, schema, blobs, import, albums, trash, versions.
-        .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV"]),
+        .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem"]),
         // Filesystem core: the namespace, inode numbers, what each operation means.
         .target(name: "AlbumFSCore", dependencies: ["AlbumCore"]),
         // The only code that imports libfuse.

@@ -9,6 +9,9 @@ public final class FileSystem: Sendable {
     public let library: Library
     public let options: MountOptions
     let handles = HandleTable()
+    let writers = WriterTable()
+    /// Inode numbers reserved for files being created.
+    let idBlock = Locked<Range<Int64>>(0..<0)
     /// When the library last changed through this mount: the time of virtual folders.
     let changedNs: Locked<Int64>
     /// Kernel cache entries to drop after a change (sent by the bridge, after replying).
@@ -103,6 +106,7 @@ public final class FileSystem: Sendable {
 
     public func getattr(_ ino: UInt64) throws -> Attributes {
         guard let node = Node(ino: ino) else { throw FSError.noEntry("inode \(ino)") }
+        if let pending = pendingAttributes(ino) { return pending }
         return try attributes(of: node)
     }
 
@@ -125,14 +129,17 @@ public final class FileSystem: Sendable {
 
     func attributes(of object: Object, ino: UInt64) throws -> Attributes {
         switch object {
-        case .asset(let asset): return attributes(of: asset, ino: ino)
-        case .album(let album): return folderAttributes(ino: UInt64(album.id), writable: true, mtimeNs: album.mtimeNs, ctimeNs: album.changedNs)
+        case .asset(let asset): return attributes(of: asset)
+        case .album(let album):
+            var a = folderAttributes(ino: UInt64(album.id), writable: true, mtimeNs: album.mtimeNs, ctimeNs: album.changedNs)
+            if let mode = album.mode { a.permissions = mode & ~options.umask }
+            return a
         case .scratch(let file): return try attributes(of: file)
         }
     }
 
     func attributes(of asset: Asset, ino: UInt64? = nil) -> Attributes {
-        var a = fileAttributes(ino: ino ?? UInt64(asset.id), permissions: 0o644, size: asset.size,
+        var a = fileAttributes(ino: ino ?? UInt64(asset.id), permissions: asset.mode ?? 0o644, size: asset.size,
                                mtimeNs: asset.mtimeNanoseconds, ctimeNs: asset.changedNs)
         a.nlink = UInt32(max(1, asset.links))
         return a

@@ -1,30 +1,39 @@
 import AlbumCore
 import Glibc
 
-/// An open file: what reads come from.
+/// An open file: what reads come from and writes go to.
 final class OpenFile: @unchecked Sendable {
-    enum Source {
-        /// An asset's blob (read-only), or a thumbnail.
+    enum State {
+        /// An asset's blob (read-only), or a thumbnail. The descriptor is this handle's.
         case readOnly(fd: Int32)
         /// A scratch file's bytes, read and written in place.
         case scratch(fd: Int32, id: Int64)
+        /// A file being written (new, or a new version), shared by its handles.
+        case writer(Writer)
     }
 
     let ino: UInt64
-    let source: Source
+    let state: State
 
-    init(ino: UInt64, source: Source) {
+    init(ino: UInt64, state: State) {
         self.ino = ino
-        self.source = source
+        self.state = state
     }
 
-    var fd: Int32 {
-        switch source {
+    /// The descriptor reads come from.
+    var readFD: Int32 {
+        switch state {
         case .readOnly(let fd), .scratch(let fd, _): return fd
+        case .writer(let writer): return writer.withLock { writer.fd }
         }
     }
 
-    deinit { close(fd) }
+    deinit {
+        switch state {
+        case .readOnly(let fd), .scratch(let fd, _): close(fd)
+        case .writer: break  // the writer owns its descriptor
+        }
+    }
 }
 
 /// Open files by handle number (the `fh` the kernel passes back).
@@ -49,12 +58,14 @@ final class HandleTable: Sendable {
 }
 
 extension FileSystem {
-    /// How an open file is to be served: from a file descriptor at an offset (the
-    /// bridge splices it to the kernel without copying).
+    /// How a read is to be served: from a file descriptor at an offset (the bridge
+    /// splices it to the kernel without copying).
     public struct ReadSource: Sendable {
         public let fd: Int32
         public let offset: Int64
         public let size: Int
+        /// A descriptor opened just for this read, to be closed after the reply.
+        public let closeAfter: Bool
     }
 
     /// Result of open: the handle, and whether the kernel may keep cached pages (an
@@ -67,6 +78,9 @@ extension FileSystem {
     public func open(_ ino: UInt64, flags: Int32) throws -> Opened {
         guard let node = Node(ino: ino) else { throw FSError.noEntry("inode \(ino)") }
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
+        if let writer = writers.get(ino), writer.withLock({ writer.isNewFile || writing || writer.dirty }) {
+            return try openForWriting(nil, ino: ino, flags: flags)
+        }
         switch node {
         case .object(let id):
             guard let object = try object(id) else { throw FSError.noEntry("inode \(ino)") }
@@ -79,20 +93,20 @@ extension FileSystem {
                 guard fd >= 0 else {
                     throw FSError(EIO, "the original of asset \(asset.id) (\(asset.name)) cannot be opened: \(String(cString: strerror(errno))); run albumfs check")
                 }
-                return Opened(handle: handles.add(OpenFile(ino: ino, source: .readOnly(fd: fd))), keepCache: true)
+                return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true)
             case .scratch(let file):
-                if options.readOnly && writing { throw FSError(EROFS, "read-only mount") }
+                if writing { try checkWritable() }
                 let path = library.scratchPath(file.id)
                 let fd = Glibc.open(path, (flags & (O_ACCMODE | O_TRUNC | O_APPEND)) | O_CLOEXEC)
                 guard fd >= 0 else { throw FSError(EIO, "scratch file \(file.name) cannot be opened: \(String(cString: strerror(errno)))") }
-                return Opened(handle: handles.add(OpenFile(ino: ino, source: .scratch(fd: fd, id: file.id))), keepCache: false)
+                return Opened(handle: handles.add(OpenFile(ino: ino, state: .scratch(fd: fd, id: file.id))), keepCache: false)
             }
         case .thumbnail(let asset):
-            if writing { throw FSError(EPERM, "thumbnails are read-only") }
+            if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
             guard let file = try thumbnailFile(asset: asset) else { throw FSError.noEntry("thumbnail of \(asset)") }
             let fd = Glibc.open(file.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw FSError(EIO, "thumbnail \(file.path) cannot be opened") }
-            return Opened(handle: handles.add(OpenFile(ino: ino, source: .readOnly(fd: fd))), keepCache: true)
+            return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
@@ -100,19 +114,18 @@ extension FileSystem {
 
     public func read(handle: UInt64, size: Int, offset: Int64) throws -> ReadSource {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "read of an unknown handle \(handle)") }
-        return ReadSource(fd: file.fd, offset: offset, size: size)
+        if case .writer(let writer) = file.state, let clone = writer.withLock({ writer.cloneOf }) {
+            // A copy that has no bytes of its own yet reads its source.
+            let fd = Glibc.open(library.blobs.path(for: clone.sha256), O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw FSError(EIO, "the original of \(clone.name) cannot be opened") }
+            return ReadSource(fd: fd, offset: offset, size: size, closeAfter: true)
+        }
+        return ReadSource(fd: file.readFD, offset: offset, size: size, closeAfter: false)
     }
 
-    public func release(handle: UInt64) {
-        handles.remove(handle)
-    }
-
-    /// Files being written, found by name before they are imported.
+    /// A file being created, found by name before it is imported.
     func pendingFile(in folderIno: UInt64, key: String) -> Attributes? {
-        nil  // the write side comes with the writes issue
-    }
-
-    func openForWriting(_ asset: Asset, ino: UInt64, flags: Int32) throws -> Opened {
-        throw FSError(EROFS, "writing into \(asset.name): not supported yet")
+        guard let writer = writers.newFile(in: folderIno, key: key) else { return nil }
+        return writer.withLock { writerAttributes(writer) }
     }
 }

@@ -115,6 +115,15 @@ extension FileSystem {
                     guard let attributes = try? attributes(of: file) else { continue }
                     objects.append(DirectoryEntry(name: file.name, attributes: attributes, cookie: Cookie.object(file.id)))
                 }
+                // Files being written show under their names until they are imported.
+                for pending in writers.newFiles(in: ino) where Int64(pending) > idAfter {
+                    guard let writer = writers.get(pending) else { continue }
+                    let entry = writer.withLock { () -> DirectoryEntry? in
+                        guard case .newFile(_, let name) = writer.target else { return nil }
+                        return DirectoryEntry(name: name, attributes: writerAttributes(writer), cookie: Cookie.object(Int64(pending)))
+                    }
+                    if let entry { objects.append(entry) }
+                }
                 objects.sort { $0.cookie < $1.cookie }
                 out += objects.prefix(room)
             }

@@ -27,6 +27,9 @@ extension FileSystem {
     /// The object an inode's stored attributes belong to (an alias stores on its asset).
     func xattrOwner(_ ino: UInt64) throws -> (Int64, Asset?) {
         guard let node = Node(ino: ino) else { throw FSError.noEntry("inode \(ino)") }
+        if let writer = writers.get(ino), writer.withLock({ writer.isNewFile }) {
+            return (Int64(ino), nil)  // kept on the number the asset will have
+        }
         if case .object(let id) = node, let object = try object(id) {
             if case .asset(let asset) = object { return (asset.id, asset) }
             return (id, nil)
@@ -63,5 +66,47 @@ extension FileSystem {
         var names = asset.map { computedXattrs($0).map(\.0) } ?? []
         names += try library.xattrNames(ino: owner)
         return names
+    }
+
+    static let xattrCreate: Int32 = 1
+    static let xattrReplace: Int32 = 2
+    static let xattrSizeMax = 65536
+
+    /// setxattr: `user.albumfs.favorite` and `.hidden` take `0` or `1` (as rm and mv in
+    /// Favorites and Hidden do); the other `user.albumfs.*` are read-only (EPERM); any
+    /// other `user.*` attribute is stored as written.
+    public func setxattr(_ ino: UInt64, name: String, value: [UInt8], flags: Int32) throws {
+        try checkWritable()
+        try Self.checkNamespace(name)
+        let (owner, asset) = try xattrOwner(ino)
+        if name.hasPrefix(Self.prefix) {
+            guard let asset else { throw FSError.notPermitted("\(name): only photos and videos have it") }
+            let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard name == Self.prefix + "favorite" || name == Self.prefix + "hidden" else {
+                throw FSError.notPermitted("\(name) is read-only: it is the photo's own metadata")
+            }
+            guard text == "0" || text == "1" else { throw FSError(EINVAL, "\(name) takes 0 or 1, not '\(text)'") }
+            if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted") }
+            if name.hasSuffix("favorite") { try library.setFavorite(asset.id, text == "1") } else { try library.setHidden(asset.id, text == "1") }
+            afterChange(asset: try library.asset(id: asset.id))
+            return
+        }
+        if value.count > Self.xattrSizeMax { throw FSError(E2BIG, "\(name): value over 64 KiB") }
+        let exists = try library.xattr(ino: owner, name: name) != nil
+        if flags & Self.xattrCreate != 0 && exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
+        if flags & Self.xattrReplace != 0 && !exists { throw FSError(ENODATA, "no attribute \(name)", logged: false) }
+        try library.setXattr(ino: owner, name: name, value: value)
+    }
+
+    public func removexattr(_ ino: UInt64, name: String) throws {
+        try checkWritable()
+        try Self.checkNamespace(name)
+        let (owner, asset) = try xattrOwner(ino)
+        if asset != nil && name.hasPrefix(Self.prefix) {
+            throw FSError.notPermitted("\(name) cannot be removed: set it to 0 instead, or it is read-only")
+        }
+        guard try library.removeXattr(ino: owner, name: name) else {
+            throw FSError(ENODATA, "no attribute \(name)", logged: false)
+        }
     }
 }

@@ -38,11 +38,123 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         b.handle(req, "read \(ino)") {
             let source = try b.fs.read(handle: shim_fi_fh(fi), size: size, offset: Int64(offset))
             shim_reply_fd(req, source.fd, off_t(source.offset), source.size)
+            if source.closeAfter { close(source.fd) }
         }
     }
     ops.release = { req, _, fi in
         Bridge.from(req).fs.release(handle: shim_fi_fh(fi))
         fuse_reply_err(req, 0)
+    }
+    ops.create = { req, parent, name, mode, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "create \(display(name)) in \(parent)") {
+            let (attributes, opened) = try b.fs.create(parent: parent, name: bytes(name), mode: UInt32(mode), flags: shim_fi_flags(fi))
+            guard let opened else { throw FSError(EIO, "create did not open") }
+            shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
+            var e = b.entry(attributes)
+            if fuse_reply_create(req, &e, fi) != 0 { b.fs.release(handle: opened.handle) }
+        }
+    }
+    ops.mknod = { req, parent, name, mode, _ in
+        let b = Bridge.from(req)
+        b.handle(req, "mknod \(display(name)) in \(parent)") {
+            b.replyEntry(req, try b.fs.mknod(parent: parent, name: bytes(name), mode: UInt32(mode)))
+        }
+    }
+    ops.mkdir = { req, parent, name, _ in
+        let b = Bridge.from(req)
+        b.handle(req, "mkdir \(display(name)) in \(parent)") {
+            b.replyEntry(req, try b.fs.mkdir(parent: parent, name: bytes(name)))
+        }
+    }
+    ops.unlink = { req, parent, name in
+        let b = Bridge.from(req)
+        b.handle(req, "unlink \(display(name)) in \(parent)") {
+            try b.fs.unlink(parent: parent, name: bytes(name))
+            fuse_reply_err(req, 0)
+        }
+    }
+    ops.rmdir = { req, parent, name in
+        let b = Bridge.from(req)
+        b.handle(req, "rmdir \(display(name)) in \(parent)") {
+            try b.fs.rmdir(parent: parent, name: bytes(name))
+            fuse_reply_err(req, 0)
+        }
+    }
+    ops.rename = { req, parent, name, newParent, newName, flags in
+        let b = Bridge.from(req)
+        b.handle(req, "rename \(display(name)) in \(parent) to \(display(newName)) in \(newParent)") {
+            try b.fs.rename(parent: parent, name: bytes(name), newParent: newParent, newName: bytes(newName), flags: UInt32(flags))
+            fuse_reply_err(req, 0)
+        }
+    }
+    ops.link = { req, ino, newParent, newName in
+        let b = Bridge.from(req)
+        b.handle(req, "link \(ino) as \(display(newName)) in \(newParent)") {
+            b.replyEntry(req, try b.fs.link(ino: ino, newParent: newParent, newName: bytes(newName)))
+        }
+    }
+    ops.write = { req, ino, buffer, size, offset, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "write \(ino)") {
+            let n = try b.fs.write(handle: shim_fi_fh(fi), bytes: UnsafeRawBufferPointer(start: buffer, count: size), offset: Int64(offset))
+            fuse_reply_write(req, n)
+        }
+    }
+    ops.copy_file_range = { req, _, inOffset, inFi, _, outOffset, outFi, length, _ in
+        let b = Bridge.from(req)
+        b.handle(req, "copy_file_range") {
+            let n = try b.fs.copyFileRange(from: shim_fi_fh(inFi), offset: Int64(inOffset), to: shim_fi_fh(outFi),
+                                           offset: Int64(outOffset), length: length)
+            fuse_reply_write(req, n)
+        }
+    }
+    ops.flush = { req, ino, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "close of \(ino)") {
+            try b.fs.flush(handle: shim_fi_fh(fi))
+            fuse_reply_err(req, 0)
+        }
+    }
+    ops.fsync = { req, ino, _, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "fsync \(ino)") {
+            try b.fs.fsync(handle: shim_fi_fh(fi))
+            fuse_reply_err(req, 0)
+        }
+    }
+    ops.fsyncdir = { req, _, _, _ in fuse_reply_err(req, 0) }
+    ops.setattr = { req, ino, attr, toSet, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "setattr \(ino)") {
+            var changes = FileSystem.AttributeChanges()
+            if let attr {
+                if toSet & FUSE_SET_ATTR_SIZE != 0 { changes.size = Int64(attr.pointee.st_size) }
+                if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = attr.pointee.st_mode }
+                if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 {
+                    changes.mtimeNs = nowNanoseconds()
+                } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
+                    changes.mtimeNs = Int64(attr.pointee.st_mtim.tv_sec) * 1_000_000_000 + Int64(attr.pointee.st_mtim.tv_nsec)
+                }
+            }
+            if fi != nil { changes.handle = shim_fi_fh(fi) }
+            b.replyAttr(req, try b.fs.setattr(ino, changes))
+        }
+    }
+    ops.setxattr = { req, ino, name, value, size, flags in
+        let b = Bridge.from(req)
+        b.handle(req, "setxattr \(display(name)) of \(ino)") {
+            let data = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+            try b.fs.setxattr(ino, name: display(name), value: data, flags: flags)
+            fuse_reply_err(req, 0)
+        }
+    }
+    ops.removexattr = { req, ino, name in
+        let b = Bridge.from(req)
+        b.handle(req, "removexattr \(display(name)) of \(ino)") {
+            try b.fs.removexattr(ino, name: display(name))
+            fuse_reply_err(req, 0)
+        }
     }
     ops.opendir = { req, ino, fi in
         let b = Bridge.from(req)

@@ -58,7 +58,10 @@ extension Library {
     /// Makes a staged file part of the library: dedupe by hash, else sniff, read the
     /// metadata, move the blob into place (fsynced) and add the rows in one transaction.
     /// The staged file is consumed in every case, refusal and error included.
-    public func commit(_ staged: StagedFile, originalName: String, destination: ImportDestination) throws -> ImportOutcome {
+    /// `assetID`: the id a new asset takes (the mount reserved it for the file being
+    /// written, whose inode number the kernel already has); nil allocates one.
+    public func commit(_ staged: StagedFile, originalName: String, destination: ImportDestination,
+                       assetID: Int64? = nil) throws -> ImportOutcome {
         defer { unlink(staged.path) }  // a no-op once adopted into originals/
         if let existing = try read({ db in try existingAsset(sha256: staged.sha256, db: db) }) {
             return try addExisting(existing, destination: destination)
@@ -80,7 +83,7 @@ extension Library {
                 return try addExisting(raced, destination: destination, db: db)
             }
             let asset = try insertAsset(staged: staged, metadata: metadata, originalName: originalName,
-                                        destination: destination, db: db)
+                                        destination: destination, id: assetID, db: db)
             let membership = try addToDestination(asset, destination: destination, db: db)
             return .imported(try fetchAsset(asset.id, db: db) ?? asset, membership: membership)
         }
@@ -90,7 +93,9 @@ extension Library {
         try db.scalar("SELECT id FROM assets WHERE sha256 = ? ORDER BY id LIMIT 1", sha256)
     }
 
-    private func addExisting(_ id: Int64, destination: ImportDestination) throws -> ImportOutcome {
+    /// Adds an asset already in the library where a file was made (a copy inside the
+    /// mount that copied no bytes), as an import of its bytes would.
+    public func addExisting(_ id: Int64, destination: ImportDestination) throws -> ImportOutcome {
         try write { db in try addExisting(id, destination: destination, db: db) }
     }
 
@@ -129,8 +134,8 @@ extension Library {
     }
 
     private func insertAsset(staged: StagedFile, metadata: MediaMetadata, originalName: String,
-                             destination: ImportDestination, db: Connection) throws -> Asset {
-        let id = try allocateID(db)
+                             destination: ImportDestination, id preassigned: Int64?, db: Connection) throws -> Asset {
+        let id = try preassigned ?? allocateID(db)
         let name = try Names.firstFree(originalName) { key in
             try db.scalar("SELECT 1 FROM assets WHERE name_key = ?", key) != nil
         }

@@ -139,6 +139,11 @@ enum Schema {
         );
         CREATE INDEX aliases_asset ON aliases(asset_id);
         """,
+        // 2: permission bits a user set (chmod, cp -p, rsync -a); NULL is the default.
+        """
+        ALTER TABLE assets ADD COLUMN mode INTEGER;
+        ALTER TABLE albums ADD COLUMN mode INTEGER;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -9,10 +9,13 @@ public struct Album: Sendable, Equatable {
     public var createdAt: Int64
     public var mtimeNs: Int64
     public var changedNs: Int64
+    /// Permission bits a user set; nil for the default.
+    public var mode: UInt32?
 
-    static let columns = "id, parent_id, name, created_at, mtime_ns, changed_ns"
+    static let columns = "id, parent_id, name, created_at, mtime_ns, changed_ns, mode"
 
-    public init(id: Int64, parentID: Int64, name: String, createdAt: Int64, mtimeNs: Int64, changedNs: Int64) {
+    public init(id: Int64, parentID: Int64, name: String, createdAt: Int64, mtimeNs: Int64, changedNs: Int64, mode: UInt32? = nil) {
+        self.mode = mode
         self.id = id
         self.parentID = parentID
         self.name = name
@@ -28,6 +31,7 @@ public struct Album: Sendable, Equatable {
         createdAt = row.int64(3)
         mtimeNs = row.int64(4)
         changedNs = row.int64(5)
+        mode = row.optionalInt(6).map { UInt32(truncatingIfNeeded: $0) }
     }
 }
 
@@ -117,6 +121,18 @@ extension Library {
         return false
     }
 
+    /// Frees `key` in album `albumID` (0: top level) for a new entry: EEXIST when a
+    /// sub-album, a scratch file or a visible member has it; the entry of a deleted or
+    /// hidden asset gives way (`makeWayForVisibleEntry`).
+    func claimName(inAlbum albumID: Int64, key: String, name: String, db: Connection) throws {
+        if albumID != 0, let member = try db.first("SELECT id, album_id, asset_id, name, sort_key FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key, map: {
+            Membership(id: $0.int64(0), albumID: $0.int64(1), assetID: $0.int64(2), name: $0.text(3), sortKey: $0.int64(4))
+        }) {
+            try makeWayForVisibleEntry(member, db: db)
+        }
+        if try nameTaken(inAlbum: albumID, key: key, db: db) { throw LibraryError.exists(name) }
+    }
+
     /// Creates an album. EEXIST if the parent already has an entry of that name.
     public func createAlbum(named name: String, in parent: Int64) throws -> Album {
         try Names.validate(name)
@@ -130,7 +146,7 @@ extension Library {
         if parent != 0, try db.scalar("SELECT 1 FROM albums WHERE id = ?", parent) == nil {
             throw LibraryError.notFound("album \(parent)")
         }
-        if try nameTaken(inAlbum: parent, key: key, db: db) { throw LibraryError.exists(name) }
+        try claimName(inAlbum: parent, key: key, name: name, db: db)
         let id = try allocateID(db)
         let now = nowNanoseconds()
         try db.run("INSERT INTO albums(id, parent_id, name, name_key, created_at, mtime_ns, changed_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -182,7 +198,7 @@ extension Library {
             }
             let key = Names.key(newName)
             let sameSlot = newParent == album.parentID && key == Names.key(album.name)
-            if !sameSlot, try nameTaken(inAlbum: newParent, key: key, db: db) { throw LibraryError.exists(newName) }
+            if !sameSlot { try claimName(inAlbum: newParent, key: key, name: newName, db: db) }
             let now = nowNanoseconds()
             try db.run("UPDATE albums SET parent_id = ?, name = ?, name_key = ?, changed_ns = ? WHERE id = ?",
                        newParent, newName, key, now, id)
@@ -212,6 +228,12 @@ extension Library {
         guard id != 0 else { return }
         let now = nowNanoseconds()
         try db.run("UPDATE albums SET mtime_ns = ?, changed_ns = ? WHERE id = ?", now, now, id)
+    }
+
+    public func setAlbumMode(id: Int64, mode: UInt32) throws {
+        try write { db in
+            try db.run("UPDATE albums SET mode = ?, changed_ns = ? WHERE id = ?", Int64(mode & 0o7777), nowNanoseconds(), id)
+        }
     }
 
     public func setAlbumTimes(id: Int64, mtimeNs: Int64) throws {
@@ -244,9 +266,8 @@ extension Library {
             Membership(id: $0.int64(0), albumID: $0.int64(1), assetID: $0.int64(2), name: $0.text(3), sortKey: $0.int64(4))
         }) {
             if existing.assetID == assetID { return existing }
-            throw LibraryError.exists(name)
         }
-        if try nameTaken(inAlbum: albumID, key: key, db: db) { throw LibraryError.exists(name) }
+        try claimName(inAlbum: albumID, key: key, name: name, db: db)
         guard let taken = try db.scalar("SELECT taken_at FROM assets WHERE id = ?", assetID) else {
             throw LibraryError.notFound("asset \(assetID)")
         }
@@ -257,6 +278,16 @@ extension Library {
         try db.run("UPDATE memberships SET sort_key = ? WHERE id = ?", sortKey, id)
         try touchAlbum(albumID, db: db)
         return Membership(id: id, albumID: albumID, assetID: assetID, name: name, sortKey: sortKey)
+    }
+
+    /// A name in an album held by the entry of a deleted or hidden asset (kept for its
+    /// restore, but not shown) gives way to a new entry: the invisible one takes the
+    /// first free ` (2)` name. A visible entry of that name is EEXIST.
+    func makeWayForVisibleEntry(_ existing: Membership, db: Connection) throws {
+        let visible = try db.scalar("SELECT 1 FROM assets WHERE id = ? AND trashed_at IS NULL AND hidden = 0", existing.assetID) != nil
+        if visible { throw LibraryError.exists(existing.name) }
+        let free = try Names.firstFree(existing.name) { key in try nameTaken(inAlbum: existing.albumID, key: key, db: db) }
+        try db.run("UPDATE memberships SET name = ?, name_key = ? WHERE id = ?", free, Names.key(free), existing.id)
     }
 
     /// Removes the entry `name` from an album; the asset stays in the library.
@@ -279,7 +310,7 @@ extension Library {
                 throw LibraryError.notFound(name)
             }
             let sameSlot = albumID == newAlbumID && key == Names.key(name)
-            if !sameSlot, try nameTaken(inAlbum: newAlbumID, key: key, db: db) { throw LibraryError.exists(newName) }
+            if !sameSlot { try claimName(inAlbum: newAlbumID, key: key, name: newName, db: db) }
             try db.run("UPDATE memberships SET album_id = ?, name = ?, name_key = ? WHERE id = ?",
                        newAlbumID, newName, key, membershipID)
             try touchAlbum(albumID, db: db)

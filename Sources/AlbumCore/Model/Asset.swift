@@ -32,6 +32,8 @@ public struct Asset: Sendable, Equatable {
     public var trashedAt: Int64?
     /// Number of album memberships.
     public var links: Int
+    /// Permission bits a user set; nil for the default.
+    public var mode: UInt32?
 
     public var isTrashed: Bool { trashedAt != nil }
 
@@ -46,7 +48,7 @@ public struct Asset: Sendable, Equatable {
         a.id, a.name, a.original_name, a.sha256, a.size, a.version, a.media_type, a.format, a.kinds,
         a.taken_at, a.taken_offset, a.taken_day, a.taken_source, a.sort_key, a.mtime_ns,
         a.width, a.height, a.orientation, a.rotation, a.latitude, a.longitude, a.make, a.model, a.lens,
-        a.duration, a.favorite, a.hidden, a.added_at, a.changed_ns, a.trashed_at, a.links
+        a.duration, a.favorite, a.hidden, a.added_at, a.changed_ns, a.trashed_at, a.links, a.mode
         """
 
     /// Reads a row selected with `columns`, starting at column `first`.
@@ -83,6 +85,7 @@ public struct Asset: Sendable, Equatable {
         changedNs = row.int64(c + 28)
         trashedAt = row.optionalInt64(c + 29)
         links = row.int(c + 30)
+        mode = row.optionalInt(c + 31).map { UInt32(truncatingIfNeeded: $0) }
     }
 }
 

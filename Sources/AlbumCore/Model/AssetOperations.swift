@@ -31,8 +31,13 @@ extension Library {
         try read { db in try db.scalar("SELECT asset_id FROM aliases WHERE ino = ?", ino) }
     }
 
+    /// Records that inode number `ino` now stands for `asset`; attributes stored on the
+    /// number before (Samba sets them on a file it is still writing) move to the asset.
     public func addAlias(ino: Int64, asset: Int64) throws {
-        try write { db in try db.run("INSERT OR REPLACE INTO aliases(ino, asset_id) VALUES (?, ?)", ino, asset) }
+        try write { db in
+            try db.run("INSERT OR REPLACE INTO aliases(ino, asset_id) VALUES (?, ?)", ino, asset)
+            try db.run("UPDATE OR REPLACE xattrs SET ino = ? WHERE ino = ?", asset, ino)
+        }
     }
 
     private func update(_ id: Int64, _ assignments: String, _ values: any SQLConvertible...) throws {
@@ -51,6 +56,11 @@ extension Library {
     /// Brings an asset back from Recently Deleted, with its album memberships.
     public func restore(_ id: Int64) throws {
         try update(id, "trashed_at = NULL")
+    }
+
+    /// Permission bits for an asset (chmod); nil goes back to the default.
+    public func setMode(_ id: Int64, _ mode: UInt32?) throws {
+        try update(id, "mode = ?", mode.map { Int64($0 & 0o7777) })
     }
 
     public func setFavorite(_ id: Int64, _ on: Bool) throws {

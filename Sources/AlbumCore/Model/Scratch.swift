@@ -68,10 +68,11 @@ extension Library {
             let fd = Glibc.open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw LibraryError.io("cannot create \(path)", errno: errno) }
             close(fd)
-            try db.run("INSERT INTO scratch(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       id, Int64(bitPattern: dirIno), name, Names.key(name), Int64(mode), now, now)
+            // mtime_ns 0: no mtime was set on it yet (see markScratchMtime).
+            try db.run("INSERT INTO scratch(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns) VALUES (?, ?, ?, ?, ?, 0, ?)",
+                       id, Int64(bitPattern: dirIno), name, Names.key(name), Int64(mode), now)
             if let album = albumID(ofDirIno: dirIno) { try touchAlbum(album, db: db) }
-            return ScratchFile(id: id, dirIno: dirIno, name: name, mode: mode, mtimeNs: now, changedNs: now)
+            return ScratchFile(id: id, dirIno: dirIno, name: name, mode: mode, mtimeNs: 0, changedNs: now)
         }
     }
 
@@ -108,6 +109,28 @@ extension Library {
             if let album = albumID(ofDirIno: dirIno) { try touchAlbum(album, db: db) }
         }
         if let replaced { unlink(scratchPath(replaced)) }
+    }
+
+    /// Records that a user set the mtime of a scratch file (rsync sets it on its temp
+    /// file before the rename that imports it; the asset keeps it).
+    public func markScratchMtime(_ id: Int64, nanoseconds: Int64) throws {
+        try write { db in
+            try db.run("UPDATE scratch SET mtime_ns = ?, changed_ns = ? WHERE id = ?", nanoseconds, nowNanoseconds(), id)
+        }
+    }
+
+    /// The mtime a user set on a scratch file, if any.
+    public func scratchExplicitMtime(_ id: Int64) throws -> Int64? {
+        try read { db in try db.scalar("SELECT mtime_ns FROM scratch WHERE id = ? AND mtime_ns != 0", id) }
+    }
+
+    /// Drops a scratch file's row whose bytes were moved away (imported by a rename).
+    public func forgetScratchFile(_ id: Int64) throws {
+        try write { db in
+            guard let file = try db.first("SELECT \(ScratchFile.columns) FROM scratch WHERE id = ?", id, map: ScratchFile.init) else { return }
+            try db.run("DELETE FROM scratch WHERE id = ?", id)
+            if let album = albumID(ofDirIno: file.dirIno) { try touchAlbum(album, db: db) }
+        }
     }
 
     /// Sets a scratch file's permission bits. (Its size and times are those of its

@@ -1,0 +1,18 @@
+#ifndef ALBUMFS_CSYSTEM_SHIM_H
+#define ALBUMFS_CSYSTEM_SHIM_H
+// Linux calls and constants Swift's Glibc module does not give: copy_file_range is
+// declared by glibc only under _GNU_SOURCE (which cannot be set here without clashing
+// with the Glibc module), and UTIME_OMIT is a macro Swift does not import. Used
+// through AlbumCore's `SystemCalls` and nowhere else.
+#include <sys/types.h>
+#include <sys/stat.h>
+
+extern ssize_t copy_file_range(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len, unsigned int flags);
+
+static inline ssize_t shim_copy_file_range(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len) {
+    return copy_file_range(fd_in, off_in, fd_out, off_out, len, 0);
+}
+
+static inline long shim_utime_omit(void) { return UTIME_OMIT; }
+static inline long shim_utime_now(void) { return UTIME_NOW; }
+#endif

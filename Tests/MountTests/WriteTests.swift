@@ -1,0 +1,326 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// Writing through the mount with the real tools (issue 4): cp, cp -r, cp -p, rsync,
+/// mv, rm, ln, mkdir, rmdir, setfattr, editor saves, and a crash in the middle.
+final class WriteTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-write")
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    var m: String { mount.mountpoint }
+    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+    let gps = Samples.directory + "/photos/jpg/gps"
+
+    @discardableResult
+    func sh(_ command: String, status: Int32 = 0) throws -> Processes.Result {
+        let result = try Processes.shell("cd \(q(m)) && \(command)")
+        XCTAssertEqual(result.status, status, "\(command): \(result.stderr)")
+        return result
+    }
+
+    func library() throws -> Library { try Library.open(at: lib, access: .reader) }
+
+    func inode(_ path: String) throws -> String { try sh("stat -c %i \(q(path))").stdout }
+
+    func check() throws {
+        let result = try Processes.albumfs("check", lib)
+        XCTAssertEqual(result.status, 0, result.stdout)
+    }
+
+    func testCpRecursiveMakesNestedAlbumsAndRefusesWhatIsNotMedia() throws {
+        let result = try sh("cp -r \(q(Samples.directory + "/photos")) Albums/", status: 1)
+        // Every refusal is cp's, by name, with EINVAL.
+        let refused = result.stderr.split(separator: "\n").filter { $0.contains("Invalid argument") }
+        let notMedia = Samples.notMedia.filter { $0.path.hasPrefix("photos/") && !$0.name.hasPrefix(".") }
+        XCTAssertEqual(refused.count, notMedia.count, result.stderr)
+        for sample in Samples.media where sample.path.hasPrefix("photos/") {
+            try sh("cmp \(q(sample.absolutePath)) \(q("Albums/" + sample.path))")
+        }
+        for sample in notMedia {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: "\(m)/Albums/\(sample.path)"), sample.path)
+        }
+        // Client junk stays a plain file of its folder, readable, and nowhere else.
+        try sh("cmp \(q(Samples.directory + "/photos/.DS_Store")) Albums/photos/.DS_Store")
+        XCTAssertFalse(try sh("ls -A 'All Photos'").stdout.contains(".DS_Store"))
+        let library = try library()
+        XCTAssertEqual(try library.album(path: ["photos", "jpg", "gps"]).map { try library.members(ofAlbum: $0.id).count }, 9)
+        XCTAssertEqual(try library.stats().assets, Samples.media.filter { $0.path.hasPrefix("photos/") }.count)
+        try check()
+        XCTAssertTrue(mount.log.contains("refused README"), mount.log)
+    }
+
+    func testSamePhotoInTwoAlbumsIsOneAsset() throws {
+        try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/ && cp \(q(gps))/DSCN0010.jpg Albums/B/")
+        let sums = try sh("getfattr --only-values -n user.albumfs.sha256 Albums/A/DSCN0010.jpg Albums/B/DSCN0010.jpg").stdout
+        XCTAssertEqual(sums, String(repeating: "17307b1207eb6487d7908e9d154890b46e3d2e0192369cfd3f4c33d5a5af4035", count: 2))
+        XCTAssertEqual(try inode("Albums/A/DSCN0010.jpg"), try inode("Albums/B/DSCN0010.jpg"))
+        XCTAssertEqual(try sh("stat -c %h Albums/A/DSCN0010.jpg").stdout, "2\n")
+        let before = try sh("ls -lAi --full-time Albums/A Albums/B 'All Photos'").stdout
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/A/")
+        XCTAssertEqual(try sh("ls -lAi --full-time Albums/A Albums/B 'All Photos'").stdout, before, "copying it again changes nothing")
+        XCTAssertEqual(try library().stats().assets, 1)
+        try check()
+    }
+
+    func testCpPreserveAndRsyncKeepMtimesAndRsyncAgainIsANoOp() throws {
+        let source = temp.sub("card")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        for name in ["DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"] {
+            try Processes.shell("cp -p \(q(gps + "/" + name)) \(q(source))/ && touch -d '2020-02-02 10:00:00.123456789' \(q(source + "/" + name))")
+        }
+        try Processes.shell("cp -p \(q(Samples.directory))/photos/tiff/Arbitro.tiff \(q(source))/ && touch -d '2019-01-01 12:00:00' \(q(source))/Arbitro.tiff")
+
+        try sh("mkdir Albums/P && cp -p \(q(source))/DSCN0010.jpg \(q(source))/Arbitro.tiff Albums/P/")
+        XCTAssertEqual(try sh("stat -c %y Albums/P/DSCN0010.jpg Albums/P/Arbitro.tiff").stdout,
+                       try Processes.shell("stat -c %y \(q(source))/DSCN0010.jpg \(q(source))/Arbitro.tiff").stdout)
+        // A file whose bytes carry no date takes the mtime as its capture date.
+        XCTAssertTrue(try sh("getfattr --only-values -n user.albumfs.capture_date Albums/P/Arbitro.tiff").stdout.hasPrefix("2019-01-01T12:00:00"))
+
+        try sh("rsync -a \(q(source))/ Albums/R/")
+        XCTAssertEqual(try sh("cd Albums/R && stat -c '%n %s %Y' *").stdout, try Processes.shell("cd \(q(source)) && stat -c '%n %s %Y' *").stdout)
+        XCTAssertEqual(try sh("cd Albums/R && stat -c '%y' *").stdout, try Processes.shell("cd \(q(source)) && stat -c '%y' *").stdout, "nanoseconds too")
+        XCTAssertEqual(try sh("rsync -ai \(q(source))/ Albums/R/").stdout, "", "a second rsync -a transfers and changes nothing")
+        XCTAssertEqual(try sh("ls -A Albums/R").stdout, ".thumbnails\nArbitro.tiff\nDSCN0010.jpg\nDSCN0012.jpg\nDSCN0021.jpg\n", "no .NAME.XXXXXX left")
+
+        // --delete from a changed source: one removed, one added.
+        try Processes.shell("rm \(q(source))/DSCN0012.jpg && cp \(q(gps))/DSCN0025.jpg \(q(source))/")
+        try sh("rsync -a --delete \(q(source))/ Albums/R/")
+        XCTAssertEqual(try sh("ls Albums/R").stdout, "Arbitro.tiff\nDSCN0010.jpg\nDSCN0021.jpg\nDSCN0025.jpg\n")
+        XCTAssertTrue(try sh("ls 'All Photos'").stdout.contains("DSCN0012.jpg"), "--delete removed a membership, not the photo")
+        try check()
+    }
+
+    func testRmMvTrashRestoreDeleteAndGC() throws {
+        try sh("mkdir Albums/Trip && cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg Albums/Trip/")
+        try sh("rm Albums/Trip/DSCN0010.jpg")
+        XCTAssertTrue(try sh("ls 'All Photos'").stdout.contains("DSCN0010.jpg"), "rm in an album keeps the photo")
+
+        try sh("rm 'All Photos/DSCN0012.jpg'")
+        XCTAssertEqual(try sh("ls 'Smart Albums/Recently Deleted'").stdout, "DSCN0012.jpg\n")
+        XCTAssertEqual(try sh("ls Albums/Trip").stdout, "", "a deleted photo shows only in Recently Deleted")
+        try sh("mv 'Smart Albums/Recently Deleted/DSCN0012.jpg' 'All Photos/'")
+        XCTAssertEqual(try sh("ls Albums/Trip").stdout, "DSCN0012.jpg\n", "restored with its albums")
+        XCTAssertEqual(try sh("ls 'Smart Albums/Recently Deleted'").stdout, "")
+
+        try sh("rm 'All Photos/DSCN0010.jpg' && rm 'Smart Albums/Recently Deleted/DSCN0010.jpg'")
+        XCTAssertFalse(try sh("ls -R .").stdout.contains("DSCN0010.jpg"))
+        let sha = "17307b1207eb6487d7908e9d154890b46e3d2e0192369cfd3f4c33d5a5af4035"
+        let blob = "\(lib!)/originals/17/\(sha)"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: blob))
+        mount.unmount()
+        XCTAssertTrue(try Processes.albumfs("gc", lib).ok)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: blob), "gc freed the blob nothing uses")
+        try check()
+        try mount.start()
+    }
+
+    func testEditorSaveMakesANewVersionEverywhere() throws {
+        try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/IMG.jpg && ln Albums/A/IMG.jpg Albums/B/IMG.jpg")
+        let ino = try inode("Albums/A/IMG.jpg")
+        // Hidden temp file, then rename over (vim, gedit); and a plain rewrite in place.
+        try sh("cp \(q(gps))/DSCN0025.jpg Albums/A/.IMG.jpg.swp && mv Albums/A/.IMG.jpg.swp Albums/A/IMG.jpg")
+        try sh("cmp \(q(gps))/DSCN0025.jpg Albums/B/IMG.jpg && cmp \(q(gps))/DSCN0025.jpg 'All Photos/IMG.jpg'")
+        XCTAssertEqual(try inode("Albums/B/IMG.jpg"), ino)
+        try sh("cat \(q(gps))/DSCN0027.jpg > Albums/B/IMG.jpg")
+        try sh("cmp \(q(gps))/DSCN0027.jpg Albums/A/IMG.jpg")
+        let library = try library()
+        let asset = try XCTUnwrap(try library.asset(named: "IMG.jpg"))
+        XCTAssertEqual(asset.id, Int64(ino.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let versions = try library.versions(of: asset.id)
+        XCTAssertEqual(versions.count, 3)
+        for version in versions {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: library.blobs.path(for: version.sha256)), "old bytes kept")
+        }
+        XCTAssertEqual(try library.stats().assets, 1)
+        // Not media is refused and changes nothing.
+        try sh("cp \(q(Samples.directory))/extras/notes.txt Albums/A/IMG.jpg", status: 1)
+        try sh("cmp \(q(gps))/DSCN0027.jpg Albums/A/IMG.jpg")
+        try check()
+    }
+
+    func testAlbumsMkdirRmdirMvAndRmR() throws {
+        try sh("mkdir -p Albums/Trips/Rome Albums/Trips/Paris && cp \(q(gps))/DSCN0010.jpg Albums/Trips/Rome/")
+        try sh("rmdir Albums/Trips/Rome", status: 1)
+        try sh("rmdir Albums/Trips/Paris")
+        try sh("mv Albums/Trips/Rome 'Albums/Rome 2024'")
+        XCTAssertEqual(try sh("ls Albums").stdout, "Rome 2024\nTrips\n")
+        XCTAssertEqual(try sh("ls 'Albums/Rome 2024'").stdout, "DSCN0010.jpg\n")
+        try sh("mv 'Albums/Rome 2024' Albums/Trips/")
+        try sh("mv Albums/Trips Albums/Trips/Rome\\ 2024/Loop", status: 1)
+        try sh("rm -r Albums/Trips")
+        XCTAssertEqual(try sh("ls Albums").stdout, "")
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "DSCN0010.jpg\n", "rm -r of an album keeps its photos")
+        try sh("mkdir 'All Photos/x'", status: 1)
+        try check()
+    }
+
+    func testFavoritesHiddenAndExtendedAttributes() throws {
+        try sh("mkdir Albums/A && cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg Albums/A/")
+        try sh("setfattr -n user.albumfs.favorite -v 1 Albums/A/DSCN0010.jpg")
+        XCTAssertEqual(try sh("ls 'Smart Albums/Favorites'").stdout, "DSCN0010.jpg\n")
+        try sh("rm 'Smart Albums/Favorites/DSCN0010.jpg'")
+        XCTAssertEqual(try sh("ls 'Smart Albums/Favorites'").stdout, "")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.favorite Albums/A/DSCN0010.jpg").stdout, "0")
+        try sh("cp \(q(gps))/DSCN0021.jpg 'Smart Albums/Favorites/'")
+        XCTAssertEqual(try sh("ls 'Smart Albums/Favorites' && ls 'All Photos' | grep -c DSCN0021").stdout, "DSCN0021.jpg\n1\n")
+
+        try sh("ln Albums/A/DSCN0012.jpg 'Smart Albums/Hidden/'")
+        XCTAssertFalse(try sh("ls 'All Photos'").stdout.contains("DSCN0012.jpg"))
+        XCTAssertEqual(try sh("ls 'Smart Albums/Hidden'").stdout, "DSCN0012.jpg\n")
+        try sh("mkdir Albums/B && mv 'Smart Albums/Hidden/DSCN0012.jpg' Albums/B/")
+        XCTAssertEqual(try sh("ls Albums/B && ls 'Smart Albums/Hidden'").stdout, "DSCN0012.jpg\n")
+
+        try sh("setfattr -n user.xdg.comment -v 'Sunset over the hills' Albums/A/DSCN0010.jpg")
+        try sh("setfattr -n user.xdg.tags -v 'tuscany,sunset' 'All Photos/DSCN0010.jpg'")
+        try sh("setfattr -n user.DOSATTRIB -v dos-attributes Albums/A")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.xdg.comment 'All Photos/DSCN0010.jpg'").stdout, "Sunset over the hills")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.xdg.tags Albums/A/DSCN0010.jpg").stdout, "tuscany,sunset")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.DOSATTRIB Albums/A").stdout, "dos-attributes")
+        let readOnly = try sh("setfattr -n user.albumfs.width -v 1 Albums/A/DSCN0010.jpg", status: 1)
+        XCTAssertTrue(readOnly.stderr.contains("Operation not permitted"), readOnly.stderr)
+        try sh("setfattr -x user.xdg.tags Albums/A/DSCN0010.jpg")
+        try sh("getfattr -n user.xdg.tags Albums/A/DSCN0010.jpg", status: 1)
+        mount.unmount()
+        try mount.start()
+        XCTAssertEqual(try sh("getfattr --only-values -n user.xdg.comment Albums/A/DSCN0010.jpg").stdout, "Sunset over the hills", "stored")
+    }
+
+    func testRefusalsHaveTheirErrnoAndALogLine() throws {
+        try sh("mkdir Albums/A && cp \(q(gps))/DSCN0010.jpg Albums/A/")
+        func refused(_ command: String, _ message: String) throws {
+            let result = try sh(command, status: 1)
+            XCTAssertTrue(result.stderr.contains(message), "\(command): \(result.stderr)")
+        }
+        try refused("cp \(q(gps))/DSCN0012.jpg 'By Date/2008/2008-10/2008-10-22/'", "Operation not permitted")
+        try refused("cp \(q(gps))/DSCN0012.jpg 'Smart Albums/Recently Deleted/'", "Operation not permitted")
+        try refused("cp \(q(gps))/DSCN0012.jpg 'Smart Albums/Videos/'", "Operation not permitted")
+        try refused("cp \(q(gps))/DSCN0012.jpg Albums/", "Operation not permitted")
+        try refused("mkdir 'Smart Albums/Mine'", "Operation not permitted")
+        try refused("rm 'Smart Albums/Recently Added/DSCN0010.jpg'", "Operation not permitted")
+        try refused("mv 'By Date/2008/2008-10/2008-10-22/DSCN0010.jpg' Albums/", "Operation not permitted")
+        try refused("ln Albums/A/DSCN0010.jpg 'Smart Albums/Recently Deleted/x.jpg'", "Operation not permitted")
+        try refused("rmdir 'All Photos'", "Operation not permitted")
+        try sh("rm 'All Photos/DSCN0010.jpg'")
+        try refused("cp \(q(gps))/DSCN0025.jpg 'Smart Albums/Recently Deleted/DSCN0010.jpg'", "Operation not permitted")
+        try refused("touch Albums/A/\(String(repeating: "x", count: 256))", "File name too long")
+        try refused("touch Albums/A/$(printf 'bad\\377name.jpg')", "Invalid or incomplete multibyte or wide character")
+        try refused("touch Albums/A/empty.jpg", "Invalid argument")
+        let warnings = mount.log.split(separator: "\n").filter { $0.contains("warning:") }
+        XCTAssertGreaterThanOrEqual(warnings.count, 11, mount.log)
+        // Odd but valid names work.
+        try sh("cp \(q(gps))/DSCN0027.jpg 'Albums/A/a*b:c?d\ne.jpg' && ls Albums/A | grep -c 'a\\*b:c?d'")
+    }
+
+    func testScratchFilesStayPlainFilesOfTheirFolder() throws {
+        try sh("mkdir Albums/A && printf 'x' > Albums/A/.DS_Store && printf 'y' > Albums/A/Thumbs.db && printf 'z' > 'Albums/A/._IMG.jpg' && printf 'w' > 'Albums/A/~$doc.docx' && printf 'v' > 'All Photos/desktop.ini'")
+        mount.unmount()
+        try mount.start()
+        XCTAssertEqual(try sh("cat Albums/A/.DS_Store Albums/A/Thumbs.db Albums/A/._IMG.jpg 'Albums/A/~$doc.docx' 'All Photos/desktop.ini'").stdout, "xyzwv")
+        XCTAssertEqual(try library().stats().assets, 0, "never imported")
+        XCTAssertFalse(try sh("ls -A 'All Photos' 'Smart Albums/Recently Added'").stdout.contains("Thumbs.db"))
+        try sh("rm Albums/A/.DS_Store Albums/A/Thumbs.db Albums/A/._IMG.jpg 'Albums/A/~$doc.docx' && rmdir Albums/A")
+    }
+
+    func testMknodMakesARegularFileThatIsImportedAtClose() throws {
+        try sh("mkdir Albums/N")
+        let script = "import os, stat, shutil; p='\(m)/Albums/N/made.jpg'; os.mknod(p, 0o644 | stat.S_IFREG); shutil.copyfile('\(gps)/DSCN0010.jpg', p)"
+        XCTAssertTrue(try Processes.run("python3", ["-c", script]).ok)
+        try sh("cmp \(q(gps))/DSCN0010.jpg Albums/N/made.jpg")
+        try sh("mkfifo Albums/N/fifo", status: 1)
+        XCTAssertEqual(try library().stats().assets, 1)
+    }
+
+    func testKillDuringCpRecursiveLosesNothingThatWasCopied() throws {
+        let card = temp.sub("card")
+        try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
+        for i in 0..<30 {
+            try MediaFactory.image(at: String(format: "\(card)/IMG_%04d.JPG", i), width: 2000, height: 1500, exif: [
+                "exif-ifd2-DateTimeOriginal": String(format: "2024:07:%02d 09:00:00", 1 + i % 28),
+            ])
+        }
+        try sh("mkdir Albums/Card")
+        var reported = Set<String>()
+        for round in 0..<3 {
+            // Copy one file at a time; a name is reported only once cp (and its close) succeeded.
+            let log = temp.sub("copied-\(round)")
+            let copier = Process()
+            copier.executableURL = URL(fileURLWithPath: "/bin/sh")
+            copier.arguments = ["-c", "cd \(q(card)) && for f in *; do cp \"$f\" \(q(m))/Albums/Card/ && echo \"$f\" >> \(q(log)); done"]
+            copier.standardError = FileHandle.nullDevice
+            try copier.run()
+            usleep(UInt32(300_000 + round * 400_000))
+            mount.crash()
+            copier.waitUntilExit()
+            let done = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            reported.formUnion(done.split(separator: "\n").map(String.init))
+            try mount.start()
+            for name in reported {
+                try sh("cmp \(q(card + "/" + name)) \(q("Albums/Card/" + name))")
+            }
+            try check()
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: lib + "/staging"), [], "nothing half-imported left in staging")
+            let listed = Set(try sh("ls Albums/Card").stdout.split(separator: "\n").map(String.init))
+            XCTAssertTrue(listed.isSuperset(of: reported))
+            for name in listed {
+                try sh("cmp \(q(card + "/" + name)) \(q("Albums/Card/" + name))")
+            }
+        }
+        XCTAssertFalse(reported.isEmpty)
+    }
+
+    func testFourWritersAndFourRenamersEndWithTheExpectedSet() throws {
+        let sources = temp.sub("sources")
+        try FileManager.default.createDirectory(atPath: sources, withIntermediateDirectories: true)
+        for w in 0..<4 {
+            for i in 0..<8 {
+                try MediaFactory.image(at: "\(sources)/W\(w)_\(i).jpg", width: 320, height: 240, exif: [
+                    "exif-ifd2-DateTimeOriginal": String(format: "2023:0%d:%02d 10:00:00", w + 1, i + 1),
+                ])
+            }
+        }
+        for i in 0..<12 {
+            try MediaFactory.image(at: "\(sources)/R_\(i).jpg", width: 320, height: 240, exif: [
+                "exif-ifd2-DateTimeOriginal": String(format: "2022:05:%02d 10:00:00", i + 1),
+            ])
+        }
+        try sh("mkdir Albums/W0 Albums/W1 Albums/W2 Albums/W3 Albums/R && cp \(q(sources))/R_* Albums/R/")
+        var script = "set -e\n"
+        for w in 0..<4 {
+            script += "( for i in 0 1 2 3 4 5 6 7; do cp \(q(sources))/W\(w)_$i.jpg \(q(m))/Albums/W\(w)/; done ) &\n"
+        }
+        // Renamers: two rename files back and forth, one removes, one lists.
+        script += "( for n in 1 2 3 4 5; do for i in 0 1 2; do mv \(q(m))/Albums/R/R_$i.jpg \(q(m))/Albums/R/S_$i.jpg; mv \(q(m))/Albums/R/S_$i.jpg \(q(m))/Albums/R/R_$i.jpg; done; done ) &\n"
+        script += "( for n in 1 2 3 4 5; do for i in 3 4 5; do mv \(q(m))/Albums/R/R_$i.jpg \(q(m))/Albums/R/T_$i.jpg; mv \(q(m))/Albums/R/T_$i.jpg \(q(m))/Albums/R/R_$i.jpg; done; done; for i in 3 4 5; do mv \(q(m))/Albums/R/R_$i.jpg \(q(m))/Albums/R/Final_$i.jpg; done ) &\n"
+        script += "( for i in 6 7 8; do rm \(q(m))/Albums/R/R_$i.jpg; done ) &\n"
+        script += "( for n in $(seq 1 20); do ls -lR \(q(m)) > /dev/null; done ) &\n"
+        script += "wait\n"
+        let result = try Processes.shell(script, timeout: 600)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        for w in 0..<4 {
+            XCTAssertEqual(try sh("ls Albums/W\(w)").stdout, (0..<8).map { "W\(w)_\($0).jpg\n" }.joined())
+        }
+        let expected = ["R_0", "R_1", "R_2", "Final_3", "Final_4", "Final_5", "R_9", "R_10", "R_11"].map { $0 + ".jpg" }
+        XCTAssertEqual(Set(try sh("ls Albums/R").stdout.split(separator: "\n").map(String.init)), Set(expected))
+        XCTAssertEqual(try library().stats().assets, 4 * 8 + 12)
+        XCTAssertEqual(try library().assets(in: .allPhotos).count, 4 * 8 + 12)
+        try check()
+    }
+}
