@@ -31,7 +31,7 @@ let package = Package(
         .executableTarget(name: "albumfs-bench", dependencies: ["AlbumCore"]),
 
         // Shared by the test targets: samples, expected.json, temporary libraries, processes.
-        .target(name: "TestSupport", dependencies: ["AlbumCore", "CVips"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AlbumCore"], path: "Tests/TestSupport"),
         .testTarget(name: "AlbumCoreTests", dependencies: ["AlbumCore", "TestSupport", "albumfs"]),
         .testTarget(name: "AlbumFSCoreTests", dependencies: ["AlbumFSCore", "AlbumCore", "TestSupport"]),
         .testTarget(name: "MountTests", dependencies: ["AlbumCore", "TestSupport", "albumfs"]),

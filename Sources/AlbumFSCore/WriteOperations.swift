@@ -261,6 +261,10 @@ extension FileSystem {
 
     /// Imports a new file or commits a new version. Called under the writer's lock.
     func commit(_ writer: Writer) throws {
+        let started = Log.isDebug ? nowNanoseconds() : 0
+        defer {
+            if Log.isDebug { Log.debug("commit of inode \(writer.ino) took \((nowNanoseconds() - started) / 1000) µs") }
+        }
         switch writer.target {
         case .newFile(let folder, let name):
             let destination: ImportDestination
@@ -273,6 +277,7 @@ extension FileSystem {
             let outcome: ImportOutcome
             if let clone = writer.cloneOf {
                 outcome = try library.addExisting(clone.id, destination: destination)
+                Glibc.unlink(writer.path)  // never written: nothing to import from it
             } else {
                 let staged = try seal(writer)
                 do {
@@ -341,6 +346,8 @@ extension FileSystem {
     /// The writer's bytes, hashed, as a staged file for import.
     func seal(_ writer: Writer) throws -> StagedFile {
         let (_, mtime) = writer.stat()
+        let started = Log.isDebug ? nowNanoseconds() : 0
+        defer { if Log.isDebug { Log.debug("hash of inode \(writer.ino) took \((nowNanoseconds() - started) / 1000) µs") } }
         return try library.staging.seal(path: writer.path, fd: writer.fd, mtimeNs: mtime)
     }
 

@@ -52,10 +52,10 @@ static inline void shim_g_object_unref(void *object) { g_object_unref(object); }
 
 // A synthetic test or benchmark image: a gradient with some noise, so that it
 // compresses like a photo.
-static inline VipsImage *shim_vips_test_image(int width, int height) {
+static inline VipsImage *shim_vips_test_image(int width, int height, double sigma) {
     VipsImage *xyz = NULL, *noise = NULL, *sum = NULL, *rgb = NULL, *out = NULL;
     if (vips_xyz(&xyz, width, height, NULL)) return NULL;
-    if (vips_gaussnoise(&noise, width, height, "sigma", 40.0, "mean", 128.0, NULL)) { g_object_unref(xyz); return NULL; }
+    if (vips_gaussnoise(&noise, width, height, "sigma", sigma, "mean", 128.0, NULL)) { g_object_unref(xyz); return NULL; }
     VipsImage *x = NULL;
     vips_extract_band(xyz, &x, 0, NULL);
     double scale = 255.0 / (width > 1 ? width : 1);

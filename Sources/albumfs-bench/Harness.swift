@@ -36,20 +36,21 @@ enum Harness {
     }
 
     @discardableResult
-    static func sh(_ command: String, check: Bool = true) throws -> String {
+    static func sh(_ command: String, check: Bool = true, shell: String = "/bin/sh") throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.executableURL = URL(fileURLWithPath: shell)
         process.arguments = ["-c", command]
-        let out = FileHandle(forWritingAtPath: "/dev/null")
-        let tmp = "/tmp/albumfs-bench-out-\(getpid())"
+        let tmp = "/tmp/albumfs-bench-out-\(getpid())", errTmp = "/tmp/albumfs-bench-err-\(getpid())"
         FileManager.default.createFile(atPath: tmp, contents: nil)
-        defer { unlink(tmp) }
+        FileManager.default.createFile(atPath: errTmp, contents: nil)
+        defer { unlink(tmp); unlink(errTmp) }
         process.standardOutput = FileHandle(forWritingAtPath: tmp)
-        process.standardError = out
+        process.standardError = FileHandle(forWritingAtPath: errTmp)
         try process.run()
         process.waitUntilExit()
         if check && process.terminationStatus != 0 {
-            throw BenchError("command failed (\(process.terminationStatus)): \(command)")
+            let stderr = (try? String(contentsOfFile: errTmp, encoding: .utf8)) ?? ""
+            throw BenchError("command failed (\(process.terminationStatus)): \(command): \(stderr)")
         }
         return (try? String(contentsOfFile: tmp, encoding: .utf8)) ?? ""
     }
@@ -72,13 +73,18 @@ enum Harness {
 
     static func record(_ name: String, ours: Double, baseline: Double?, baselineName: String, unit: String = "s") {
         rows.append(Row(name: name, ours: ours, baseline: baseline, baselineName: baselineName, unit: unit))
-        print(line(rows.last!))
+        say(line(rows.last!))
+    }
+
+    /// Prints a line at once (stdout may be a pipe).
+    static func say(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
     static func header() {
-        print(String(repeating: "-", count: 110))
-        print(pad("benchmark", 52) + pad("albumfs", 14) + pad("baseline", 14) + pad("ratio", 8) + "baseline is")
-        print(String(repeating: "-", count: 110))
+        Harness.say(String(repeating: "-", count: 110))
+        Harness.say(pad("benchmark", 52) + pad("albumfs", 14) + pad("baseline", 14) + pad("ratio", 8) + "baseline is")
+        Harness.say(String(repeating: "-", count: 110))
     }
 
     static func line(_ r: Row) -> String {
@@ -110,6 +116,7 @@ struct BenchError: Error, CustomStringConvertible {
 /// A mount of a library for the length of a benchmark.
 final class BenchMount {
     let mountpoint: String
+    private var mounted = true
 
     init(library: String, mountpoint: String, options: String = "") throws {
         self.mountpoint = mountpoint
@@ -118,7 +125,10 @@ final class BenchMount {
         try Harness.sh("\(Harness.q(Harness.albumfs)) mount \(Harness.q(library)) \(Harness.q(mountpoint))\(opts)")
     }
 
+    /// Unmounts once: a later mount on the same folder belongs to another object.
     func unmount() {
+        guard mounted else { return }
+        mounted = false
         _ = try? Harness.sh("fusermount3 -u \(Harness.q(mountpoint)) || fusermount3 -u -z \(Harness.q(mountpoint))", check: false)
         // Wait for the daemon to go, so that the library is free again.
         for _ in 0..<200 {

@@ -10,7 +10,7 @@ enum QueryBench {
         var (library, sha) = try DataSets.library(at: path, seed: seed)
         let build = Harness.now()
         try library.addSyntheticAssets(DataSets.assets(assets), sha256: sha)
-        print("  (built \(assets) synthetic assets in \(String(format: "%.1f", Harness.now() - build)) s)")
+        Harness.say("  (built \(assets) synthetic assets in \(String(format: "%.1f", Harness.now() - build)) s)")
         library = try Library.open(at: path, access: .reader)
 
         var views: [(String, AssetView)] = [("All Photos", .allPhotos)]

@@ -12,6 +12,7 @@ let usage = """
       queries   smart-album and date-view queries over a 100,000-asset library
       read      reading a 1 GB video through the mount, cold and warm, against its blob
       list      ls -l and find over an album of 10,000 assets, against plain files
+      import    cp -r of large photos into an album, against passthrough_ll and albumfs import
 
     Options:
       --dir DIR      where data sets are built (default /var/tmp/albumfs-bench)
@@ -19,6 +20,7 @@ let usage = """
       --assets N     assets for `queries` (default 100000)
       --list-assets N  assets for `list` (default 10000)
       --video-mb N   size of the video for `read` (default 1024)
+      --photos N     large photos for `import` (default 200)
     """
 
 var dir = "/var/tmp/albumfs-bench"
@@ -26,6 +28,7 @@ var selected: [String] = []
 var queryAssets = 100_000
 var listAssets = 10_000
 var videoMB = 1024
+var photos = 200
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let arg = args.removeFirst()
@@ -39,11 +42,12 @@ while !args.isEmpty {
     case "--assets": queryAssets = Int(value()) ?? queryAssets
     case "--list-assets": listAssets = Int(value()) ?? listAssets
     case "--video-mb": videoMB = Int(value()) ?? videoMB
+    case "--photos": photos = Int(value()) ?? photos
     case "-h", "--help": print(usage); exit(0)
     default: selected.append(arg)
     }
 }
-if selected.isEmpty { selected = ["queries", "read", "list"] }
+if selected.isEmpty { selected = ["queries", "read", "list", "import"] }
 
 let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
 Harness.albumfs = binDir + "/albumfs"
@@ -54,17 +58,18 @@ guard FileManager.default.isExecutableFile(atPath: Harness.albumfs) else {
 
 do {
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    print("albumfs-bench: data in \(dir), median of \(Harness.runs) runs; ratio = albumfs / baseline (below 1: albumfs is faster)")
+    Harness.say("albumfs-bench: data in \(dir), median of \(Harness.runs) runs; ratio = albumfs / baseline (below 1: albumfs is faster)")
     Harness.header()
     for name in selected {
         switch name {
         case "queries": try QueryBench.run(dir: dir, assets: queryAssets)
         case "read": try ReadBench.run(dir: dir, megabytes: videoMB)
         case "list": try ListBench.run(dir: dir, assets: listAssets)
+        case "import": try ImportBench.run(dir: dir, count: photos)
         default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)
         }
     }
-    print(String(repeating: "-", count: 110))
+    Harness.say(String(repeating: "-", count: 110))
 } catch {
     print("albumfs-bench: \(error)")
     exit(1)

@@ -181,4 +181,21 @@ final class NamespaceTests: XCTestCase {
         XCTAssertEqual(s.blockSize, UInt64(v.f_bsize))
         XCTAssertEqual(s.nameMax, 255)
     }
+
+    func testCopyFileRangeOfAWholeAssetClonesIt() throws {
+        let source = try lookup("All Photos/DSCN0012.jpg")
+        let family = try lookup("Albums/Family")
+        let input = try fs.open(source.ino, flags: O_RDONLY)
+        let (created, output) = try fs.create(parent: family.ino, name: Array("copy.jpg".utf8), mode: 0o644, flags: O_WRONLY)
+        let out = try XCTUnwrap(output)
+        XCTAssertEqual(try fs.copyFileRange(from: input.handle, offset: 0, to: out.handle, offset: 0, length: 1 << 30), Int(source.size))
+        XCTAssertEqual(try fs.getattr(created.ino).size, source.size, "the copy has the source's size before close")
+        try fs.flush(handle: out.handle)
+        fs.release(handle: out.handle)
+        fs.release(handle: input.handle)
+        let copy = try lookup("Albums/Family/copy.jpg")
+        XCTAssertEqual(copy.ino, source.ino, "the same asset, now also in Family")
+        XCTAssertEqual(try library.stats().assets, 4)
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: library.paths.staging).isEmpty)
+    }
 }

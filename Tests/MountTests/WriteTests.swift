@@ -323,4 +323,17 @@ final class WriteTests: XCTestCase {
         XCTAssertEqual(try library().assets(in: .allPhotos).count, 4 * 8 + 12)
         try check()
     }
+
+    func testCopyInsideTheMountAddsAMembershipWithoutNewBytes() throws {
+        try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/")
+        let blobs = try FileManager.default.subpathsOfDirectory(atPath: lib + "/originals").count
+        // cp uses copy_file_range; the mount answers it without copying a byte.
+        let traced = try Processes.shell("cd \(q(m)) && strace -f -e trace=copy_file_range cp Albums/A/DSCN0010.jpg Albums/B/ 2>&1")
+        XCTAssertTrue(traced.stdout.contains("copy_file_range("), traced.stdout)
+        XCTAssertEqual(try inode("Albums/A/DSCN0010.jpg"), try inode("Albums/B/DSCN0010.jpg"))
+        try sh("cmp \(q(gps))/DSCN0010.jpg Albums/B/DSCN0010.jpg")
+        XCTAssertEqual(try FileManager.default.subpathsOfDirectory(atPath: lib + "/originals").count, blobs)
+        XCTAssertEqual(try library().stats().assets, 1)
+        XCTAssertTrue(mount.log.isEmpty || !mount.log.contains("warning"), mount.log)
+    }
 }

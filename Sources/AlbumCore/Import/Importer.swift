@@ -63,6 +63,8 @@ extension Library {
     public func commit(_ staged: StagedFile, originalName: String, destination: ImportDestination,
                        assetID: Int64? = nil) throws -> ImportOutcome {
         defer { unlink(staged.path) }  // a no-op once adopted into originals/
+        var clock = PhaseClock()
+        defer { clock.log("import of \(originalName)") }
         if let existing = try read({ db in try existingAsset(sha256: staged.sha256, db: db) }) {
             return try addExisting(existing, destination: destination)
         }
@@ -77,7 +79,10 @@ extension Library {
         } catch LibraryError.refused(let why) {
             return .refused(why)
         }
+        clock.mark("metadata")
         try blobs.adopt(stagedFile: staged.path, sha256: staged.sha256)
+        clock.mark("blob")
+        defer { clock.mark("rows") }
         return try write { db in
             if let raced = try existingAsset(sha256: staged.sha256, db: db) {
                 return try addExisting(raced, destination: destination, db: db)

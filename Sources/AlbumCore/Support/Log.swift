@@ -73,3 +73,24 @@ public enum Log {
 private func syslog_message(_ priority: Int32, _ text: UnsafePointer<CChar>) {
     withVaList([text]) { vsyslog(priority, "%s", $0) }
 }
+
+/// Times the phases of one operation for the debug log (`-d`); free otherwise.
+public struct PhaseClock {
+    private var last: Int64
+    private var phases: [(String, Int64)] = []
+    private let enabled = Log.isDebug
+
+    public init() { last = Log.isDebug ? nowNanoseconds() : 0 }
+
+    public mutating func mark(_ phase: String) {
+        guard enabled else { return }
+        let now = nowNanoseconds()
+        phases.append((phase, now - last))
+        last = now
+    }
+
+    public func log(_ what: String) {
+        guard enabled, !phases.isEmpty else { return }
+        Log.debug("\(what): " + phases.map { "\($0.0) \($0.1 / 1000) µs" }.joined(separator: ", "))
+    }
+}

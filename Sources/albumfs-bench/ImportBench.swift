@@ -1,0 +1,80 @@
+import AlbumCore
+import Foundation
+import Glibc
+
+/// `cp -r` of a folder of large photos into an album, against `cp -r` through
+/// passthrough_ll to the same disk, and against `albumfs import` of the same folder.
+enum ImportBench {
+    /// A memory card: 24-megapixel JPEGs (and one HEIC in ten) with EXIF.
+    static func card(in dir: String, count: Int, heicEvery: Int = 10) throws -> String {
+        let card = dir + "/card-\(count)"
+        let done = card + "/.complete"
+        if FileManager.default.fileExists(atPath: done) { return card }
+        _ = try? Harness.sh("rm -rf \(Harness.q(card))", check: false)
+        try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
+        Harness.say("  (making \(count) 24-megapixel photos in \(card), once)")
+        // One JPEG and one HEIC are encoded; the others are byte-distinct variants of them.
+        let masterJPEG = dir + "/master-24mp.jpg", masterHEIC = dir + "/master-24mp.heic"
+        let exif = ["exif-ifd0-Make": "Canon", "exif-ifd0-Model": "Canon EOS 5D Mark IV",
+                    "exif-ifd2-DateTimeOriginal": "2024:06:15 10:00:00", "exif-ifd2-OffsetTimeOriginal": "+02:00"]
+        if !FileManager.default.fileExists(atPath: masterJPEG) {
+            try SyntheticMedia.image(at: masterJPEG, width: 6000, height: 4000, format: .jpeg, exif: exif, quality: 90, noise: 6)
+        }
+        if heicEvery > 0 && !FileManager.default.fileExists(atPath: masterHEIC) {
+            try SyntheticMedia.image(at: masterHEIC, width: 6000, height: 4000, format: .heic, exif: exif, quality: 60, noise: 6)
+        }
+        for i in 0..<count {
+            let heic = heicEvery > 0 && i % heicEvery == heicEvery - 1
+            let path = String(format: "%@/IMG_%04d.%@", card, i, heic ? "HEIC" : "JPG")
+            try SyntheticMedia.variant(of: heic ? masterHEIC : masterJPEG, at: path, tag: "albumfs-bench photo \(i)")
+        }
+        FileManager.default.createFile(atPath: done, contents: nil)
+        return card
+    }
+
+    static func run(dir: String, count: Int) throws {
+        let card = try card(in: dir, count: count)
+        let bytes = Int64((try? Harness.sh("du -sb \(Harness.q(card)) | cut -f1")).flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0)
+        let runs = max(1, min(Harness.runs, 3))
+        try Harness.sh("cat \(Harness.q(card))/* > /dev/null")  // the source is read warm by every contender
+
+        // AlbumFS: a fresh library each run.
+        let library = dir + "/import.library"
+        let mountpoint = dir + "/import.mnt"
+        var mount: BenchMount?
+        let ours = try Harness.median(runs, prepare: {
+            mount?.unmount()
+            _ = try? Harness.sh("chmod -R u+w \(Harness.q(library)) 2>/dev/null; rm -rf \(Harness.q(library))", check: false)
+            try Harness.sh("\(Harness.q(Harness.albumfs)) init \(Harness.q(library))")
+            mount = try BenchMount(library: library, mountpoint: mountpoint)
+            try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
+        }) {
+            try Harness.sh("cp -r \(Harness.q(card))/. \(Harness.q(mountpoint))/Albums/Card/")
+        }
+        mount?.unmount()
+
+        // passthrough_ll onto the same disk.
+        let target = dir + "/import.passthrough-target"
+        let ptMount = dir + "/import.passthrough"
+        let passthrough = try Passthrough(dir: dir, source: target, mountpoint: ptMount)
+        defer { passthrough.unmount() }
+        let baseline = try Harness.median(runs, prepare: {
+            try Harness.sh("rm -rf \(Harness.q(ptMount))/Card && sync")
+        }) {
+            try Harness.sh("cp -r \(Harness.q(card)) \(Harness.q(ptMount))/Card")
+        }
+        passthrough.unmount()
+
+        // albumfs import of the same folder.
+        let importTime = try Harness.median(runs, prepare: {
+            _ = try? Harness.sh("chmod -R u+w \(Harness.q(library)) 2>/dev/null; rm -rf \(Harness.q(library))", check: false)
+            try Harness.sh("\(Harness.q(Harness.albumfs)) init \(Harness.q(library))")
+        }) {
+            try Harness.sh("\(Harness.q(Harness.albumfs)) import \(Harness.q(library)) \(Harness.q(card))")
+        }
+        let mb = Double(bytes) / 1e6
+        Harness.record("cp -r \(count) photos (\(Int(mb)) MB) into an album", ours: ours, baseline: baseline, baselineName: "cp -r through passthrough_ll")
+        Harness.record("  throughput, MB/s", ours: mb / ours, baseline: mb / baseline, baselineName: "passthrough_ll (goal: at least 0.70)", unit: "MB/s")
+        Harness.record("albumfs import of the same folder", ours: importTime, baseline: baseline, baselineName: "cp -r through passthrough_ll")
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Glibc
+
+/// libfuse's own low-level passthrough example (`passthrough_ll`), built from the source
+/// Debian ships in libfuse3-dev, mounted over a folder of the same disk: the baseline
+/// for reads and copies through FUSE.
+final class Passthrough {
+    let mountpoint: String
+    private var mounted = true
+
+    static func binary(in dir: String) throws -> String {
+        let binary = dir + "/passthrough_ll"
+        if FileManager.default.isExecutableFile(atPath: binary) { return binary }
+        let source = "/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c"
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw BenchError("\(source) is missing; install libfuse3-dev (mount-scripts/deps bench)")
+        }
+        try Harness.sh("cp \(source) /usr/share/doc/libfuse3-dev/examples/passthrough_helpers.h \(Harness.q(dir))/ && gcc -O2 -Wall -o \(Harness.q(binary)) \(Harness.q(dir))/passthrough_ll.c $(pkg-config --cflags --libs fuse3)")
+        return binary
+    }
+
+    /// Mounts `source` on `mountpoint` through passthrough_ll (in the background).
+    init(dir: String, source: String, mountpoint: String) throws {
+        self.mountpoint = mountpoint
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let binary = try Passthrough.binary(in: dir)
+        // The daemon must not keep the descriptors Foundation's Process watches to learn
+        // that the command ended: close everything above stderr before exec.
+        try Harness.sh("for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; exec \(Harness.q(binary)) -o source=\(Harness.q(source)) \(Harness.q(mountpoint))", shell: "/bin/bash")
+    }
+
+    func unmount() {
+        guard mounted else { return }
+        mounted = false
+        _ = try? Harness.sh("fusermount3 -u \(Harness.q(mountpoint)) || fusermount3 -u -z \(Harness.q(mountpoint))", check: false)
+    }
+
+    deinit { unmount() }
+}
