@@ -8,6 +8,9 @@ import Glibc
 public final class FileSystem: Sendable {
     public let library: Library
     public let options: MountOptions
+    public let thumbnails: ThumbnailCache
+    /// Thumbnails being made in the background after imports.
+    let prefetching = Locked(0)
     let handles = HandleTable()
     let writers = WriterTable()
     /// Inode numbers reserved for files being created.
@@ -17,9 +20,12 @@ public final class FileSystem: Sendable {
     /// Kernel cache entries to drop after a change (sent by the bridge, after replying).
     let invalidator: Locked<(@Sendable (Invalidation) -> Void)?> = Locked(nil)
 
-    public init(library: Library, options: MountOptions) {
+    /// `thumbnailMaker`: where decoders run (the mount gives worker processes; tests and
+    /// tools may decode in process).
+    public init(library: Library, options: MountOptions, thumbnailMaker: any ThumbnailMaking = InProcessThumbnails()) {
         self.library = library
         self.options = options
+        self.thumbnails = ThumbnailCache(paths: library.paths, maker: thumbnailMaker)
         var st = stat()
         let start = stat(library.paths.database, &st) == 0
             ? Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec) : nowNanoseconds()
@@ -115,10 +121,11 @@ public final class FileSystem: Sendable {
         case .object(let id):
             guard let object = try object(id) else { throw FSError.noEntry("inode \(id)") }
             return try attributes(of: object, ino: node.ino)
-        case .thumbnail(let asset):
-            guard let file = try thumbnailFile(asset: asset) else { throw FSError.noEntry("thumbnail of \(asset)") }
-            return fileAttributes(ino: node.ino, permissions: 0o444, size: file.size,
-                                  mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)
+        case .thumbnail(let id):
+            guard let asset = try library.asset(id: id),
+                  let file = thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: options.thumbnailSize)
+            else { throw FSError.noEntry("thumbnail of \(id)") }
+            return thumbnailAttributes(asset, file)
         case .year, .month, .day, .thumbnails:
             guard try exists(node) else { throw FSError.noEntry("inode \(node.ino)") }
             return virtualFolderAttributes(node)

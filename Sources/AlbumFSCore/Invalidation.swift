@@ -12,6 +12,7 @@ extension FileSystem {
         var names = entries
         for a in [asset, before].compactMap({ $0 }) {
             inodes.insert(UInt64(a.id))
+            inodes.insert(Node.thumbnail(asset: a.id).ino)
             let year = a.takenDay / 10000, month = a.takenDay / 100
             var views: [Node] = [.allPhotos, .day(a.takenDay)] + SmartAlbum.allCases.map { .smart($0) }
             for (folder, child) in [(Node.byDate, DateNames.year(year)), (.year(year), DateNames.month(month)),

@@ -84,11 +84,11 @@ extension FileSystem {
     /// `.thumbnails/NAME.jpg` is the thumbnail of the asset NAME in the folder beside it.
     func lookupThumbnail(in folderIno: UInt64, name: String) throws -> Attributes {
         guard name.lowercased().hasSuffix(".jpg"), let asset = try assetEntry(in: folderIno, named: String(name.dropLast(4))),
-              let file = try thumbnailFile(asset: asset.id) else {
+              let file = thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: options.thumbnailSize)
+        else {
             throw FSError.noEntry(name)
         }
-        return fileAttributes(ino: Node.thumbnail(asset: asset.id).ino, permissions: 0o444, size: file.size,
-                              mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)
+        return thumbnailAttributes(asset, file)
     }
 
     /// The asset shown as `name` in a folder that lists assets.

@@ -1,21 +1,67 @@
 import AlbumCore
-
-/// A cached thumbnail JPEG on disk.
-struct ThumbnailFile: Sendable {
-    let path: String
-    let size: Int64
-    let mtimeNs: Int64
-}
+import Dispatch
+import Glibc
 
 extension FileSystem {
-    /// The thumbnail of an asset at the mount's size, if it exists or can be made.
-    func thumbnailFile(asset: Int64) throws -> ThumbnailFile? {
-        nil  // made by the thumbnails issue
+    /// The thumbnail of an asset at the mount's size: made now if missing, nil when its
+    /// bytes cannot be decoded.
+    func thumbnailFile(asset id: Int64) throws -> Thumbnail? {
+        guard let asset = try library.asset(id: id) else { return nil }
+        return thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: options.thumbnailSize)
+    }
+
+    func thumbnailAttributes(_ asset: Asset, _ file: Thumbnail) -> Attributes {
+        fileAttributes(ino: Node.thumbnail(asset: asset.id).ino, permissions: 0o444, size: file.size,
+                       mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)
     }
 
     /// Entries of a `.thumbnails/` folder: `NAME.jpg` for each asset of its folder that
-    /// has a thumbnail, in the folder's order.
+    /// has (or can be given) a thumbnail, in the folder's order and with its cookies.
+    /// Missing thumbnails of a page are made in parallel.
     func thumbnailEntries(in folderIno: UInt64, after: Int64, limit: Int) throws -> [DirectoryEntry] {
-        []
+        guard let folder = Node(ino: folderIno) else { return [] }
+        var entries: [(name: String, asset: Asset, cookie: Int64)] = []
+        if let view = folder.view {
+            entries = try library.assets(in: view, after: after, limit: limit).map { ($0.name, $0, Cookie.asset($0.sortKey)) }
+        } else if case .object(let id) = folder {
+            entries = try library.members(ofAlbum: id, after: after, limit: limit).map { ($0.0.name, $0.1, Cookie.asset($0.0.sortKey)) }
+        }
+        let size = options.thumbnailSize
+        let made = Locked<[Int64: Thumbnail]>([:])
+        let missing = entries.filter { thumbnails.cached(sha256: $0.asset.sha256, size: size) == nil }
+        let cache = thumbnails, blobs = library.blobs
+        DispatchQueue.concurrentPerform(iterations: missing.count) { i in
+            let asset = missing[i].asset
+            if let file = cache.thumbnail(for: asset, blob: blobs.path(for: asset.sha256), size: size) {
+                made.withLock { $0[asset.id] = file }
+            }
+        }
+        return entries.compactMap { entry in
+            guard let file = made.withLock({ $0[entry.asset.id] }) ?? thumbnails.cached(sha256: entry.asset.sha256, size: size) else {
+                return nil
+            }
+            return DirectoryEntry(name: entry.name + ".jpg", attributes: thumbnailAttributes(entry.asset, file), cookie: entry.cookie)
+        }
     }
+
+    /// After an import: make the thumbnail in the background, so that a file manager
+    /// opening the album finds it ready. At most `prefetchLimit` wait; beyond that they
+    /// are made on first look.
+    func prefetchThumbnail(_ asset: Asset) {
+        let size = options.thumbnailSize
+        guard thumbnails.cached(sha256: asset.sha256, size: size) == nil else { return }
+        let admitted = prefetching.withLock { count -> Bool in
+            guard count < Self.prefetchLimit else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else { return }
+        let cache = thumbnails, blob = library.blobs.path(for: asset.sha256), counter = prefetching
+        DispatchQueue.global(qos: .utility).async {
+            _ = cache.thumbnail(for: asset, blob: blob, size: size)
+            counter.withLock { $0 -= 1 }
+        }
+    }
+
+    static let prefetchLimit = 256
 }

@@ -319,6 +319,7 @@ extension FileSystem {
             writer.dirty = false
             writer.cloneOf = nil
             afterChange(asset: asset, folders: [folder], entries: [(folder, name)])
+            prefetchThumbnail(asset)
         case .asset(let id):
             let staged = try seal(writer)
             let before = try library.asset(id: id)
@@ -339,7 +340,10 @@ extension FileSystem {
             writer.sealed = true
             writer.dirty = false
             // Bytes equal to the current version (cp of the same photo again) change nothing.
-            if changed { afterChange(asset: asset) }
+            if changed {
+                afterChange(asset: asset)
+                prefetchThumbnail(asset)
+            }
         }
     }
 

@@ -13,6 +13,10 @@ static inline ssize_t shim_copy_file_range(int fd_in, off_t *off_in, int fd_out,
     return copy_file_range(fd_in, off_in, fd_out, off_out, len, 0);
 }
 
+extern int pipe2(int pipefd[2], int flags);
+
+static inline int shim_pipe_cloexec(int fds[2]) { return pipe2(fds, 02000000 /* O_CLOEXEC */); }
+
 static inline long shim_utime_omit(void) { return UTIME_OMIT; }
 static inline long shim_utime_now(void) { return UTIME_NOW; }
 #endif

@@ -20,6 +20,10 @@ static inline int shim_vips_thumbnail(const char *path, int size, VipsImage **ou
                           "export_profile", "srgb", NULL);
 }
 
+static inline int shim_vips_autorot(VipsImage *in, VipsImage **out) {
+    return vips_autorot(in, out, NULL);
+}
+
 static inline int shim_vips_thumbnail_image(VipsImage *in, int size, VipsImage **out) {
     return vips_thumbnail_image(in, out, size, "height", size, "size", VIPS_SIZE_DOWN, NULL);
 }

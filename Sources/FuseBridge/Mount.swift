@@ -14,6 +14,8 @@ public struct MountRequest: Sendable {
     /// Options handed to libfuse and mount(2): allow_other, default_permissions, ro, ...
     public var kernelOptions: [String] = []
     public var logPath: String?
+    /// The program that runs `thumbnail-worker` (default: this one).
+    public var workerExecutable: String?
 
     public init(library: String, mountpoint: String) {
         self.library = library
@@ -90,7 +92,9 @@ public enum FuseMount {
             throw MountError("cannot open the library: \(error)")
         }
         MetadataReader.initialize()
-        let fs = FileSystem(library: library, options: request.options)
+        // Decoders run in worker processes of this same binary (albumfs thumbnail-worker).
+        let workers = ThumbnailWorkerPool.ofThisProgram(executable: request.workerExecutable)
+        let fs = FileSystem(library: library, options: request.options, thumbnailMaker: workers)
         let bridge = Bridge(fs: fs)
         bridge.session = session
         placeholder.bridge = bridge

@@ -70,7 +70,7 @@ enum ImportBench {
             _ = try? Harness.sh("chmod -R u+w \(Harness.q(library)) 2>/dev/null; rm -rf \(Harness.q(library))", check: false)
             try Harness.sh("\(Harness.q(Harness.albumfs)) init \(Harness.q(library))")
         }) {
-            try Harness.sh("\(Harness.q(Harness.albumfs)) import \(Harness.q(library)) \(Harness.q(card))")
+            try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(library)) \(Harness.q(card))")
         }
         let mb = Double(bytes) / 1e6
         Harness.record("cp -r \(count) photos (\(Int(mb)) MB) into an album", ours: ours, baseline: baseline, baselineName: "cp -r through passthrough_ll")

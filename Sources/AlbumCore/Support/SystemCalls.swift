@@ -26,6 +26,13 @@ public enum SystemCalls {
         }
     }
 
+    /// A pipe whose ends close on exec (only the ends a child gets by dup2 survive).
+    public static func pipeCloseOnExec() throws -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        guard shim_pipe_cloexec(&fds) == 0 else { throw LibraryError.io("pipe2", errno: errno) }
+        return (fds[0], fds[1])
+    }
+
     /// The tv_nsec that leaves a time unchanged in utimensat/futimens.
     public static var utimeOmit: Int { Int(shim_utime_omit()) }
 

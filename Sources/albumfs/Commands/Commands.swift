@@ -12,8 +12,8 @@ enum Commands {
 
     static let all: [Command] = [
         InitCommand.command, MountCommand.command, ImportCommand.command, AlbumsCommand.command,
-        InfoCommand.command, StatsCommand.command, CheckCommand.command,
-        GCCommand.command,
+        InfoCommand.command, StatsCommand.command, ThumbnailsCommand.command, CheckCommand.command,
+        GCCommand.command, ThumbnailWorkerCommand.command,
     ]
 
     static let overview = """

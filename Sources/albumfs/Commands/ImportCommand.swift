@@ -22,6 +22,9 @@ enum ImportCommand {
             what were duplicates and what was refused. Exit status 1 if any file was
             refused or failed.
 
+            Thumbnails of what was imported are made afterwards (at 256 pixels, the mount's
+            default); --no-thumbnails leaves them to be made on first look.
+
             The library must not be mounted: copy into the mount instead.
             """,
         run: run)
@@ -38,10 +41,11 @@ enum ImportCommand {
         var imported = 0, duplicates = 0, restored = 0, refused = 0, failed = 0, skipped = 0
         var bytes: Int64 = 0
         var problems: [String] = []
+        var assets: [Asset] = []
     }
 
     static func run(_ raw: [String]) throws -> Int32 {
-        let args = try Arguments(raw, valued: ["--album"], flags: ["--help"], command: "import")
+        let args = try Arguments(raw, valued: ["--album"], flags: ["--help", "--no-thumbnails"], command: "import")
         guard let libraryPath = args.positionals.first else {
             throw CommandError.usage("missing LIBRARY", command: "import")
         }
@@ -87,7 +91,7 @@ enum ImportCommand {
                     let outcome = try library.importFile(at: job.path, originalName: job.name, destination: destination)
                     shared.withLock { t in
                         switch outcome {
-                        case .imported: t.imported += 1; t.bytes += job.size
+                        case .imported(let asset, _): t.imported += 1; t.bytes += job.size; t.assets.append(asset)
                         case .duplicate(_, _, let restored): t.duplicates += 1; if restored { t.restored += 1 }
                         case .refused(let why): t.refused += 1; t.problems.append("refused \(job.path): \(why)")
                         }
@@ -111,6 +115,10 @@ enum ImportCommand {
         if tally.skipped > 0 { summary += ", skipped \(tally.skipped) hidden or junk" }
         summary += String(format: " in %.1f s", progress.elapsed)
         print(summary)
+        if !args.flags.contains("--no-thumbnails") && !tally.assets.isEmpty {
+            let made = ThumbnailsCommand.make(for: tally.assets, library: library, size: 256, label: "thumbnails")
+            print("made \(made.made) thumbnail(s)" + (made.failed.isEmpty ? "" : "; \(made.failed.count) file(s) cannot be decoded"))
+        }
         return tally.refused + tally.failed > 0 ? Exit.failure : Exit.ok
     }
 

@@ -1,0 +1,74 @@
+import AlbumCore
+import Dispatch
+import Foundation
+
+enum ThumbnailsCommand {
+    static let command = Commands.Command(
+        name: "thumbnails", synopsis: "make missing thumbnails",
+        help: """
+            usage: albumfs thumbnails LIBRARY [--size N]
+
+            Makes every missing thumbnail of the library at N pixels on the longest side
+            (default 256, the mount's default), in parallel, with a progress bar. Files
+            that cannot be decoded are listed at the end; they get no thumbnail.
+            Decoders run in worker processes, so a broken file costs only its thumbnail.
+            """,
+        run: run)
+
+    static func run(_ raw: [String]) throws -> Int32 {
+        let args = try Arguments(raw, valued: ["--size"], flags: ["--help"], command: "thumbnails")
+        let path = try Commands.positionals(args, ["LIBRARY"], command: "thumbnails")[0]
+        var size = 256
+        if let text = args.options["--size"]?.last {
+            guard let n = Int(text), (16...4096).contains(n) else {
+                throw CommandError.usage("--size must be a number of pixels between 16 and 4096", command: "thumbnails")
+            }
+            size = n
+        }
+        let library = try Library.open(at: absolutePath(path), access: .reader)
+        let assets = try library.assets(in: .allPhotos) + library.assets(in: .smart(.hidden)) + library.assets(in: .smart(.recentlyDeleted))
+        let made = make(for: assets, library: library, size: size, label: "thumbnails")
+        print("made \(made.made) thumbnail(s); \(made.present) were there; \(made.failed.count) file(s) cannot be decoded")
+        for (name, _) in made.failed.sorted(by: { $0.0 < $1.0 }) { printError("no thumbnail: \(name)") }
+        return Exit.ok
+    }
+
+    struct Result: Sendable {
+        var made = 0, present = 0
+        var failed: [(String, String)] = []
+    }
+
+    /// Makes the missing thumbnails of `assets` on worker processes, one per core.
+    static func make(for assets: [Asset], library: Library, size: Int, label: String) -> Result {
+        let cache = ThumbnailCache(paths: library.paths, maker: ThumbnailWorkerPool.ofThisProgram())
+        let result = Locked(Result())
+        let unique = Dictionary(assets.map { ($0.sha256, $0) }, uniquingKeysWith: { a, _ in a }).values.map { $0 }
+        let progress = ProgressBar(total: unique.count, totalBytes: 0, label: label)
+        let next = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: ProcessInfo.processInfo.activeProcessorCount) { _ in
+            while true {
+                let index = next.withLock { v -> Int in defer { v += 1 }; return v }
+                guard index < unique.count else { return }
+                let asset = unique[index]
+                if cache.cached(sha256: asset.sha256, size: size) != nil {
+                    result.withLock { $0.present += 1 }
+                } else if cache.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: size) != nil {
+                    result.withLock { $0.made += 1 }
+                } else {
+                    result.withLock { $0.failed.append((asset.name, "cannot be decoded")) }
+                }
+                progress.advance(bytes: 0)
+            }
+        }
+        progress.finish()
+        return result.withLock { $0 }
+    }
+}
+
+/// `albumfs thumbnail-worker`: not for people; the mount and `thumbnails` start it.
+enum ThumbnailWorkerCommand {
+    static let command = Commands.Command(
+        name: "thumbnail-worker", synopsis: "",
+        help: "usage: albumfs thumbnail-worker (started by albumfs itself: requests on stdin, replies on stdout)",
+        run: { _ in ThumbnailWorker.serve() })
+}

@@ -1,0 +1,162 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// `.thumbnails/` folders through the mount (issue 5): every photo and video has one in
+/// every folder it shows in, of the right size, upright, and broken files cost nothing
+/// but their thumbnail.
+final class ThumbnailTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-thumbs")
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    @discardableResult
+    func sh(_ command: String, status: Int32 = 0) throws -> Processes.Result {
+        let result = try Processes.shell(command, timeout: 900)
+        XCTAssertEqual(result.status, status, "\(command): \(result.stderr)")
+        return result
+    }
+
+    /// A library of the samples, its thumbnails left to the mount (made on first look).
+    func mountSamples(options: [String] = []) throws {
+        let lib = try SampleLibrary.make(in: temp)
+        // Drop what `albumfs import` made, so that the mount makes them itself.
+        try sh("rm -rf \(q(lib))/thumbnails/*")
+        mount = try MountedLibrary(library: lib, temp: temp, options: options)
+    }
+
+    func testEveryAssetHasAThumbnailInEveryFolderItShowsIn() throws {
+        try mountSamples()
+        let library = try Library.open(at: mount.library, access: .reader)
+        // Every folder with a .thumbnails/ beside its files.
+        let folders = try sh("cd \(q(mount.mountpoint)) && find . -name .thumbnails -type d").stdout
+            .split(separator: "\n").map { String($0.dropFirst(2).dropLast(".thumbnails".count + 1)) }
+        XCTAssertGreaterThan(folders.count, 40)
+        var checked = 0
+        for folder in folders {
+            let dir = mount.path(folder)
+            let names = try sh("ls -A \(q(dir)) | grep -v '^\\.thumbnails$' || true").stdout.split(separator: "\n").map(String.init)
+                .filter { !Names.isScratch($0) && !FileManager.default.fileExists(atPath: "\(dir)/\($0)/.thumbnails") }
+            let thumbs = try sh("ls \(q(dir + "/.thumbnails"))").stdout.split(separator: "\n").map(String.init)
+            XCTAssertEqual(thumbs, names.map { $0 + ".jpg" }, folder)
+            checked += thumbs.count
+        }
+        XCTAssertGreaterThan(checked, Samples.media.count * 3)
+
+        // Each thumbnail of All Photos: stat size is the bytes read, libvips decodes it,
+        // its longest side is 256 or the original's.
+        let report = try sh("""
+            cd \(q(mount.path("All Photos/.thumbnails"))) && for f in *; do
+              printf '%s\\t%s\\t%s\\t%s\\n' "$f" "$(stat -c %s "$f")" "$(wc -c < "$f")" "$(vipsheader -f width "$f")x$(vipsheader -f height "$f")"
+            done
+            """).stdout
+        var lines = 0
+        for line in report.split(separator: "\n") {
+            let f = line.split(separator: "\t").map(String.init)
+            XCTAssertEqual(f[1], f[2], "\(f[0]): stat size and bytes read")
+            let dims = f[3].split(separator: "x").compactMap { Int($0) }
+            XCTAssertEqual(dims.count, 2, "\(f[0]) decodes")
+            let name = String(f[0].dropLast(4))
+            let asset = try XCTUnwrap(try library.asset(named: name), name)
+            let longest = max(asset.width ?? 0, asset.height ?? 0)
+            XCTAssertEqual(dims.max(), min(256, longest), "\(name): longest side")
+            lines += 1
+        }
+        XCTAssertEqual(lines, Samples.media.count, "every photo and video has one, the broken ones included")
+    }
+
+    func testThumbnailsAreUprightLikeVipsthumbnail() throws {
+        try mountSamples()
+        let orientation = Samples.media.filter { $0.path.hasPrefix("photos/jpg/orientation/") }
+        XCTAssertEqual(orientation.count, 16)
+        for sample in orientation {
+            let ours = mount.path("Albums/photos/jpg/orientation/.thumbnails/\(sample.name).jpg")
+            try assertLooksLike(ours, reference: sample.absolutePath, label: sample.path)
+        }
+        // The rotated video: FFmpeg's command line turns frames upright by default.
+        let frame = temp.sub("frame.png")
+        try sh("ffmpeg -loglevel error -y -ss 1 -i \(q(Samples.directory + "/videos/portrait-rotated-2022-12-24.mp4")) -frames:v 1 \(q(frame))")
+        let ours = mount.path("Albums/videos/.thumbnails/portrait-rotated-2022-12-24.mp4.jpg")
+        try assertLooksLike(ours, reference: frame, label: "rotated video")
+        XCTAssertEqual(try sh("vipsheader -f width \(q(ours)); vipsheader -f height \(q(ours))").stdout, "192\n256\n", "portrait")
+    }
+
+    /// Same size as `vipsthumbnail` of the reference, and close in every pixel.
+    func assertLooksLike(_ ours: String, reference: String, label: String) throws {
+        let theirs = temp.sub("ref-\(UUID().uuidString).jpg")
+        try sh("vipsthumbnail \(q(reference)) -s 256 -o \(q(theirs))")
+        let dims = try sh("vipsheader -f width \(q(ours)); vipsheader -f height \(q(ours)); vipsheader -f width \(q(theirs)); vipsheader -f height \(q(theirs))").stdout
+            .split(separator: "\n")
+        XCTAssertEqual(dims[0], dims[2], "\(label): width")
+        XCTAssertEqual(dims[1], dims[3], "\(label): height")
+        let diff = temp.sub("d.v"), abs = temp.sub("a.v")
+        let mean = try sh("vips subtract \(q(ours)) \(q(theirs)) \(q(diff)) && vips abs \(q(diff)) \(q(abs)) && vips avg \(q(abs))").stdout
+        // Re-encoded copies of one picture differ by about 15 (JPEG blocks); a wrong turn or flip by 45 or more.
+        XCTAssertLessThan(Double(mean.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 255, 25, "\(label): mean difference")
+    }
+
+    func testConfiguredSizeAndBrokenFilesAndBombs() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["thumbnail_size=128"])
+        let m = mount.mountpoint
+        try sh("mkdir \(q(m))/Albums/Broken && cd \(q(Samples.directory)) && cp extras/truncated.jpg photos/jpg/corrupted.jpg photos/jpg/invalid/*.jpg photos/jpg/tests/* \(q(m))/Albums/Broken/")
+        // A decompression bomb: a PNG and a JPEG that claim billions of pixels in a few bytes.
+        let script = """
+            import struct, zlib
+            def chunk(kind, data):
+                return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff)
+            png = b'\\\\x89PNG\\\\r\\\\n\\\\x1a\\\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 50000, 50000, 8, 2, 0, 0, 0))
+            png += chunk(b'IDAT', zlib.compress(b'\\\\x00' * 150001 * 4)) + chunk(b'IEND', b'')
+            open('\(temp.sub("bomb.png"))', 'wb').write(png)
+            sof = b'\\\\xff\\\\xc0' + struct.pack('>HBHHB', 17, 8, 65000, 65000, 3) + b'\\\\x01\\\\x22\\\\x00\\\\x02\\\\x11\\\\x01\\\\x03\\\\x11\\\\x01'
+            open('\(temp.sub("bomb.jpg"))', 'wb').write(b'\\\\xff\\\\xd8' + sof + b'\\\\xff\\\\xd9')
+            """
+        XCTAssertTrue(try Processes.run("python3", ["-c", script]).ok)
+        let copied = try Processes.shell("cp \(q(temp.sub("bomb.png"))) \(q(temp.sub("bomb.jpg"))) \(q(m))/Albums/Broken/")
+        // Imported, or refused as not media; never a crash.
+        XCTAssertTrue(copied.status == 0 || copied.stderr.contains("Invalid argument"), copied.stderr)
+        let listing = try sh("ls \(q(m))/Albums/Broken/.thumbnails").stdout.split(separator: "\n")
+        XCTAssertFalse(listing.contains("bomb.png.jpg"), "no thumbnail for a decompression bomb")
+        XCTAssertGreaterThanOrEqual(listing.count, 16)
+        for name in listing {
+            let dims = try sh("vipsheader -f width \(q(m))/Albums/Broken/.thumbnails/\(q(String(name))); vipsheader -f height \(q(m))/Albums/Broken/.thumbnails/\(q(String(name)))").stdout
+                .split(separator: "\n").compactMap { Int($0) }
+            XCTAssertLessThanOrEqual(dims.max() ?? 999, 128, String(name))
+        }
+        XCTAssertTrue(mount.process?.isRunning == true, "the daemon is still up")
+        try sh("ls -l \(q(m))/Albums/Broken > /dev/null")
+        if copied.status == 0 || FileManager.default.fileExists(atPath: "\(m)/Albums/Broken/bomb.png") {
+            XCTAssertTrue(mount.log.contains("no thumbnail for bomb.png"), mount.log)
+        }
+    }
+
+    func testThumbnailsAreMadeAheadAfterACopy() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        try sh("mkdir \(q(mount.path("Albums/New"))) && cp \(q(Samples.directory))/photos/jpg/gps/*.jpg \(q(mount.path("Albums/New")))/")
+        // Without looking at .thumbnails/, they appear in the cache.
+        var made = 0
+        for _ in 0..<100 {
+            made = (try? FileManager.default.subpathsOfDirectory(atPath: lib + "/thumbnails/256").filter { $0.hasSuffix(".jpg") }.count) ?? 0
+            if made == 9 { break }
+            usleep(100_000)
+        }
+        XCTAssertEqual(made, 9)
+    }
+}
