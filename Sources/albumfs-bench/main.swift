@@ -13,6 +13,7 @@ let usage = """
       read      reading a 1 GB video through the mount, cold and warm, against its blob
       list      ls -l and find over an album of 10,000 assets, against plain files
       import    cp -r of large photos into an album, against passthrough_ll and albumfs import
+      thumbnails  thumbnails per second through the mount, against vipsthumbnail and ImageMagick
 
     Options:
       --dir DIR      where data sets are built (default /var/tmp/albumfs-bench)
@@ -47,7 +48,7 @@ while !args.isEmpty {
     default: selected.append(arg)
     }
 }
-if selected.isEmpty { selected = ["queries", "read", "list", "import"] }
+if selected.isEmpty { selected = ["queries", "read", "list", "import", "thumbnails"] }
 
 let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
 Harness.albumfs = binDir + "/albumfs"
@@ -66,6 +67,7 @@ do {
         case "read": try ReadBench.run(dir: dir, megabytes: videoMB)
         case "list": try ListBench.run(dir: dir, assets: listAssets)
         case "import": try ImportBench.run(dir: dir, count: photos)
+        case "thumbnails": try ThumbnailBench.run(dir: dir, count: min(photos, 100))
         default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)
         }
     }
