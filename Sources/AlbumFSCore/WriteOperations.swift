@@ -106,7 +106,7 @@ extension FileSystem {
             if flags & O_TRUNC != 0 {
                 try makeWritable(writer)
                 if ftruncate(writer.fd, 0) != 0 { throw FSError(errno, "cannot truncate \(writer.path)") }
-                writer.dirty = true
+                writer.touched()
             }
         }
         return Opened(handle: handles.add(OpenFile(ino: ino, state: .writer(writer))), keepCache: false)
@@ -167,8 +167,7 @@ extension FileSystem {
                 try makeWritable(writer)
                 let n = pwrite(writer.fd, bytes.baseAddress, bytes.count, off_t(offset))
                 if n < 0 { throw FSError(errno, "cannot write \(writer.path)") }
-                writer.dirty = true
-                writer.refused = nil
+                writer.touched()
                 return n
             }
         }
@@ -202,7 +201,7 @@ extension FileSystem {
                     var i = inOffset, o = outOffset
                     let n = SystemCalls.copyFileRange(inFD, &i, writer.fd, &o, length)
                     if n < 0 { throw FSError(errno, "copy_file_range failed") }
-                    writer.dirty = true
+                    writer.touched()
                     return n
                 }
             }
@@ -255,6 +254,27 @@ extension FileSystem {
         case .writer(let writer):
             try writer.withLock {
                 if !writer.sealed && Glibc.fsync(writer.fd) != 0 { throw FSError(errno, "fsync of \(writer.path) failed") }
+                writer.syncedSinceWrite = true
+                // An NFS server turns a client's COMMIT into fsync and may keep the file
+                // open for long after: import now, when the bytes look whole.
+                if writer.dirty && !writer.unlinked && writer.refused == nil && writer.cloneOf == nil
+                    && Completeness.looksComplete(fd: writer.fd) {
+                    try commit(writer)
+                }
+            }
+        }
+    }
+
+    /// Files left open after their last write (an NFS server holds its descriptors):
+    /// imported once quiet for `settleSeconds` after an fsync, or `staleSeconds` without.
+    public func importSettledFiles(settleSeconds: Double = 2, staleSeconds: Double = 60) {
+        let now = nowNanoseconds()
+        for writer in writers.all {
+            writer.withLock {
+                guard writer.dirty, !writer.unlinked, writer.refused == nil, writer.openCount > 0 else { return }
+                let quiet = Double(now - writer.lastWriteNs) / 1e9
+                guard (writer.syncedSinceWrite && quiet >= settleSeconds) || quiet >= staleSeconds else { return }
+                do { try commit(writer) } catch { Log.warning("import of a settled file (inode \(writer.ino)): \(FSError.from(error))") }
             }
         }
     }
@@ -395,7 +415,7 @@ extension FileSystem {
                 if let size = changes.size {
                     try makeWritable(writer)
                     if ftruncate(writer.fd, off_t(size)) != 0 { throw FSError(errno, "cannot truncate \(writer.path)") }
-                    writer.dirty = true
+                    writer.touched()
                 }
                 if let mtime = changes.mtimeNs {
                     writer.mtimeNs = mtime

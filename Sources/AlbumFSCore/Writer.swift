@@ -31,6 +31,9 @@ final class Writer: @unchecked Sendable {
     /// until the bytes change, and the last release drops the file: a descriptor may
     /// have been dup'ed, and FUSE cannot tell which close is the last.
     var refused: FSError?
+    /// When bytes last changed, and whether an fsync (an NFS COMMIT) came since.
+    var lastWriteNs = nowNanoseconds()
+    var syncedSinceWrite = false
     /// An mtime set through the file (futimens before close: `cp -p`).
     var mtimeNs: Int64?
     /// Permission bits from create(2), or a chmod while open; `modeSet` when a chmod.
@@ -52,6 +55,14 @@ final class Writer: @unchecked Sendable {
     deinit {
         close(fd)
         if !sealed { unlink(path) }
+    }
+
+    /// Bytes changed (under the lock).
+    func touched() {
+        dirty = true
+        refused = nil
+        lastWriteNs = nowNanoseconds()
+        syncedSinceWrite = false
     }
 
     var isNewFile: Bool {
@@ -133,4 +144,6 @@ final class WriterTable: Sendable {
     }
 
     var count: Int { state.withLock { $0.byIno.count } }
+
+    var all: [Writer] { state.withLock { Array($0.byIno.values) } }
 }

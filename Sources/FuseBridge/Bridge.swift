@@ -16,11 +16,18 @@ final class Bridge: @unchecked Sendable {
     /// may hold locks of the very inodes a handler would invalidate.
     private let notifier = DispatchQueue(label: "albumfs.invalidate")
 
+    /// Imports files that servers keep open after their last write (see
+    /// `FileSystem.importSettledFiles`).
+    private let settler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "albumfs.settle"))
+
     init(fs: FileSystem) {
         self.fs = fs
         entryTimeout = fs.options.cacheSeconds
         attrTimeout = fs.options.cacheSeconds
         fs.setInvalidator { [unowned self] item in self.enqueue(item) }
+        settler.schedule(deadline: .now() + 1, repeating: 1)
+        settler.setEventHandler { [fs] in fs.importSettledFiles() }
+        settler.resume()
     }
 
     static func from(_ req: fuse_req_t?) -> Bridge {

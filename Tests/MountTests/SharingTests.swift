@@ -1,0 +1,153 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// The mount re-exported by real servers to real clients, on loopback only (issue 6):
+/// smbd with smbclient, nfs-ganesha (FSAL_VFS) with libnfs's tools, and NFS file handles
+/// that survive a restart of the daemon.
+final class SharingTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+    let gps = Samples.directory + "/photos/jpg/gps"
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-share")
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        XCTAssertTrue(try Processes.albumfs("import", lib, "--album", "Tuscany", gps + "/DSCN0010.jpg", gps + "/DSCN0012.jpg").ok)
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other"])
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    func library() throws -> Library { try Library.open(at: lib, access: .reader) }
+
+    func testSambaShare() throws {
+        let samba = try SambaServer(sharing: mount.mountpoint, in: temp)
+        defer { samba.stop() }
+        func smb(_ commands: String) throws -> String {
+            let result = try samba.client(commands)
+            XCTAssertEqual(result.status, 0, "\(commands): \(result.stdout) \(result.stderr)")
+            XCTAssertFalse(result.stdout.contains("NT_STATUS"), "\(commands): \(result.stdout)")
+            return result.stdout
+        }
+        XCTAssertTrue(try smb("ls Albums\\*").contains("Tuscany"))
+        XCTAssertTrue(try smb("cd Albums\\Tuscany; ls").contains("DSCN0012.jpg"))
+
+        // put: imported into the album; get: the same bytes.
+        _ = try smb("cd Albums\\Tuscany; put \(gps)/DSCN0021.jpg DSCN0021.jpg")
+        let library = try library()
+        let album = try XCTUnwrap(try library.album(path: ["Tuscany"]))
+        XCTAssertEqual(try library.member(named: "DSCN0021.jpg", ofAlbum: album.id)?.1.sha256,
+                       Samples.expected.first { $0.name == "DSCN0021.jpg" }?.sha256)
+        let back = temp.sub("back.jpg")
+        _ = try smb("cd Albums\\Tuscany; get DSCN0021.jpg \(back)")
+        XCTAssertTrue(try Processes.run("cmp", [gps + "/DSCN0021.jpg", back]).ok)
+        // Samba keeps its DOS attributes in user.DOSATTRIB, which the mount stores.
+        XCTAssertTrue(try Processes.shell("getfattr -n user.DOSATTRIB '\(mount.path("Albums/Tuscany/DSCN0021.jpg"))'").ok)
+
+        // mkdir, rename, utimes, del.
+        _ = try smb("mkdir Albums\\Trip")
+        XCTAssertNotNil(try library.album(path: ["Trip"]))
+        _ = try smb("cd Albums\\Tuscany; rename DSCN0021.jpg Sunset.jpg")
+        XCTAssertNotNil(try library.member(named: "Sunset.jpg", ofAlbum: album.id))
+        _ = try smb("cd Albums\\Tuscany; utimes Sunset.jpg -1 -1 2010:05:06-07:08:09 -1")
+        let mtime = try Processes.shell("TZ=UTC stat -c %y '\(mount.path("Albums/Tuscany/Sunset.jpg"))'").stdout
+        XCTAssertTrue(mtime.hasPrefix("2010-05-06"), mtime)
+        _ = try smb("cd Albums\\Tuscany; del Sunset.jpg")
+        XCTAssertNil(try library.member(named: "Sunset.jpg", ofAlbum: album.id))
+        XCTAssertNotNil(try library.asset(named: "DSCN0021.jpg"), "del in an album keeps the photo")
+
+        // Junk a Mac client leaves stays a plain file of the folder, out of the library.
+        _ = try smb("cd Albums\\Tuscany; put \(Samples.directory)/photos/.DS_Store .DS_Store")
+        XCTAssertEqual(try library.stats().assets, 3)
+
+        // A second client reads while the first writes.
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/sh")
+        let readLog = temp.sub("reads")
+        reader.arguments = ["-c", "for i in $(seq 1 15); do smbclient //127.0.0.1/photos -p \(samba.port) -N -c 'cd Albums\\Tuscany; get DSCN0012.jpg \(temp.sub("r.jpg"))' >/dev/null 2>&1 && cmp -s \(temp.sub("r.jpg")) \(gps)/DSCN0012.jpg && echo ok >> \(readLog) || echo bad >> \(readLog); done"]
+        try reader.run()
+        for name in ["DSCN0025.jpg", "DSCN0027.jpg", "DSCN0029.jpg", "DSCN0038.jpg"] {
+            _ = try smb("cd Albums\\Trip; put \(gps)/\(name) \(name)")
+        }
+        reader.waitUntilExit()
+        let reads = try String(contentsOfFile: readLog, encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(reads, Array(repeating: "ok", count: 15))
+        XCTAssertEqual(try library.members(ofAlbum: try XCTUnwrap(try library.album(path: ["Trip"])).id).count, 4)
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+
+    func testNFSExportWithGanesha() throws {
+        let nfs = try GaneshaServer(exporting: mount.mountpoint, in: temp)
+        defer { nfs.stop() }
+        let listing = try nfs.client(["nfs-ls", nfs.url("Albums/Tuscany")])
+        XCTAssertEqual(listing.status, 0, listing.stderr)
+        XCTAssertTrue(listing.stdout.contains("DSCN0010.jpg"), listing.stdout)
+        XCTAssertTrue(try nfs.client(["nfs-ls", nfs.url("All Photos")]).stdout.contains("DSCN0012.jpg"))
+
+        let read = temp.sub("read.jpg")
+        let cat = try nfs.client(["sh", "-c", "nfs-cat '\(nfs.url("Albums/Tuscany/DSCN0010.jpg"))' > \(read)"])
+        XCTAssertEqual(cat.status, 0, cat.stderr)
+        XCTAssertTrue(try Processes.run("cmp", [gps + "/DSCN0010.jpg", read]).ok)
+
+        // A photo written over NFS is imported into the album.
+        let copy = try nfs.client(["nfs-cp", gps + "/DSCN0021.jpg", nfs.url("Albums/Tuscany/DSCN0021.jpg")])
+        XCTAssertEqual(copy.status, 0, copy.stderr + copy.stdout)
+        let library = try library()
+        let album = try XCTUnwrap(try library.album(path: ["Tuscany"]))
+        XCTAssertEqual(try library.member(named: "DSCN0021.jpg", ofAlbum: album.id)?.1.sha256,
+                       Samples.expected.first { $0.name == "DSCN0021.jpg" }?.sha256)
+        let again = temp.sub("again.jpg")
+        XCTAssertTrue(try nfs.client(["sh", "-c", "nfs-cat '\(nfs.url("Albums/Tuscany/DSCN0021.jpg"))' > \(again)"]).ok)
+        XCTAssertTrue(try Processes.run("cmp", [gps + "/DSCN0021.jpg", again]).ok)
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+
+    func testNFSFileHandlesSurviveADaemonRestart() throws {
+        let client = temp.sub("nfs-hold")
+        let built = try Processes.run("gcc", ["-O1", "-o", client, Samples.packageRoot + "/Tests/Clients/nfs-hold.c", "-lnfs"])
+        XCTAssertTrue(built.ok, built.stderr)
+        let nfs = try GaneshaServer(exporting: mount.mountpoint, in: temp)
+        defer { nfs.stop() }
+        // A client opens two files (one photo seen in two places) and holds the handles.
+        let input = Pipe(), output = temp.sub("hold.out")
+        FileManager.default.createFile(atPath: output, contents: nil)
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: try Processes.which("nsenter"))
+        holder.arguments = ["--net=/proc/\(nfs.namespacePID)/ns/net", client, "127.0.0.1", mount.mountpoint,
+                            "/Albums/Tuscany/DSCN0010.jpg", "/All Photos/DSCN0010.jpg", "/Albums/Tuscany/DSCN0012.jpg"]
+        holder.standardInput = input
+        holder.standardOutput = FileHandle(forWritingAtPath: output)
+        holder.standardError = FileHandle(forWritingAtPath: output)
+        try holder.run()
+        defer { if holder.isRunning { holder.terminate() } }
+        func lines() -> [String] { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        let deadline = Date().addingTimeInterval(30)
+        while !lines().contains("HELD") && holder.isRunning && Date() < deadline { usleep(100_000) }
+        let before = lines()
+        XCTAssertEqual(before.count, 4, before.joined(separator: "\n"))
+
+        // The daemon dies and comes back; ganesha, which held the old mount, restarts too.
+        nfs.stopGanesha()
+        mount.crash()
+        try mount.start()
+        try nfs.start()
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+        holder.waitUntilExit()
+        let after = Array(lines().dropFirst(4))
+        XCTAssertEqual(holder.terminationStatus, 0, lines().joined(separator: "\n"))
+        XCTAssertEqual(after, Array(before.prefix(3)), "same inode numbers and bytes through the old handles")
+        // "PATH INODE SIZE SUM": the path may hold spaces, so count from the end.
+        let inodes = Set(before.prefix(2).map { line in String(line.split(separator: " ").reversed()[2]) })
+        XCTAssertEqual(inodes.count, 1, "one photo, one inode, wherever it shows")
+    }
+}
