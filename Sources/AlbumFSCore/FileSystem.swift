@@ -9,8 +9,11 @@ public final class FileSystem: Sendable {
     public let library: Library
     public let options: MountOptions
     public let thumbnails: ThumbnailCache
-    /// Thumbnails being made in the background after imports.
-    let prefetching = Locked(0)
+    /// Thumbnails made ahead, after imports: a cache on decoders of low priority, so that
+    /// they never slow the imports down.
+    let backgroundThumbnails: ThumbnailCache
+    /// Thumbnails to make in the background after imports.
+    let prefetchQueue = Locked(PrefetchQueue())
     let handles = HandleTable()
     let writers = WriterTable()
     /// Inode numbers reserved for files being created.
@@ -22,10 +25,12 @@ public final class FileSystem: Sendable {
 
     /// `thumbnailMaker`: where decoders run (the mount gives worker processes; tests and
     /// tools may decode in process).
-    public init(library: Library, options: MountOptions, thumbnailMaker: any ThumbnailMaking = InProcessThumbnails()) {
+    public init(library: Library, options: MountOptions, thumbnailMaker: any ThumbnailMaking = InProcessThumbnails(),
+                backgroundThumbnailMaker: (any ThumbnailMaking)? = nil) {
         self.library = library
         self.options = options
         self.thumbnails = ThumbnailCache(paths: library.paths, maker: thumbnailMaker)
+        self.backgroundThumbnails = ThumbnailCache(paths: library.paths, maker: backgroundThumbnailMaker ?? thumbnailMaker)
         var st = stat()
         let start = stat(library.paths.database, &st) == 0
             ? Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec) : nowNanoseconds()

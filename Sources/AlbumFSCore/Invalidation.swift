@@ -2,34 +2,43 @@ import AlbumCore
 
 extension FileSystem {
     /// After a change: the library's time moves on, and the kernel forgets what the
-    /// change touched. An asset may show in every view, in its albums and their
-    /// `.thumbnails/`, so all of those are invalidated (their listings and the asset's
-    /// names in them); `before` is the asset as it was, when its name or date changed.
+    /// change touched.
+    ///
+    /// - `asset`: the asset as it is now; the listings of every view that shows it, of
+    ///   its albums and of the `.thumbnails/` beside them are dropped (a name that
+    ///   appears needs no more: the kernel keeps no negative entries of this mount).
+    /// - `before`: the asset as it was, when names or places went away (renamed,
+    ///   trashed, unmarked, moved to another day): its old names are dropped too.
+    /// - `folders`, `entries`: listings and names the caller knows changed.
     func afterChange(asset: Asset? = nil, views before: Asset? = nil, folders: [UInt64] = [],
                      entries: [(UInt64, String)] = []) {
         touch()
         var inodes = Set(folders)
         var names = entries
-        for a in [asset, before].compactMap({ $0 }) {
+        let now = nowSeconds()
+        func collect(_ a: Asset, withNames: Bool) {
             inodes.insert(UInt64(a.id))
             inodes.insert(Node.thumbnail(asset: a.id).ino)
-            let year = a.takenDay / 10000, month = a.takenDay / 100
             var views: [Node] = [.allPhotos, .day(a.takenDay)] + SmartAlbum.allCases.map { .smart($0) }
+            // Only the views that show it (as it was, or is).
+            views = views.filter { view in view.view.map { $0.contains(a, now: now) } ?? true }
+            let year = a.takenDay / 10000, month = a.takenDay / 100
             for (folder, child) in [(Node.byDate, DateNames.year(year)), (.year(year), DateNames.month(month)),
                                     (.month(month), DateNames.day(a.takenDay))] {
                 inodes.insert(folder.ino)
-                names.append((folder.ino, child))
+                if withNames { names.append((folder.ino, child)) }
             }
-            inodes.insert(Node.root.ino)
             for membership in (try? library.memberships(ofAsset: a.id)) ?? [] {
                 views.append(.object(membership.albumID))
-                names.append((UInt64(membership.albumID), membership.name))
+                if withNames { names.append((UInt64(membership.albumID), membership.name)) }
             }
             for view in views {
                 inodes.insert(view.ino)
-                names.append((view.ino, a.name))
+                if withNames { names.append((view.ino, a.name)) }
             }
         }
+        if let asset { collect(asset, withNames: false) }
+        if let before { collect(before, withNames: true) }
         // The .thumbnails/ folder beside each folder that lists assets.
         for (folder, name) in names where Node(ino: folder)?.listsAssets == true {
             names.append((Node.thumbnails(of: folder).ino, name + ".jpg"))

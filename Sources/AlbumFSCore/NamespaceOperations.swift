@@ -78,13 +78,13 @@ extension FileSystem {
             case .allPhotos, .day:
                 try library.trash(asset.id)
                 Log.info("moved \(asset.name) to Recently Deleted")
-                afterChange(asset: asset)
+                afterChange(asset: try library.asset(id: asset.id), views: asset)
             case .smart(.favorites):
                 try library.setFavorite(asset.id, false)
-                afterChange(asset: asset)
+                afterChange(asset: try library.asset(id: asset.id), views: asset)
             case .smart(.hidden):
                 try library.setHidden(asset.id, false)
-                afterChange(asset: asset)
+                afterChange(asset: try library.asset(id: asset.id), views: asset)
             case .smart(.recentlyDeleted):
                 let memberships = try library.memberships(ofAsset: asset.id)
                 try library.deletePermanently(asset.id)

@@ -44,24 +44,44 @@ extension FileSystem {
         }
     }
 
-    /// After an import: make the thumbnail in the background, so that a file manager
-    /// opening the album finds it ready. At most `prefetchLimit` wait; beyond that they
-    /// are made on first look.
+    /// After an import: the thumbnail is made in the background, so that a file manager
+    /// opening the album finds it ready. Made once imports have been quiet for a couple
+    /// of seconds (a copy of a whole card is not slowed down by its thumbnails), on
+    /// decoders of low priority; at most `prefetchLimit` wait, the rest are made on
+    /// first look.
     func prefetchThumbnail(_ asset: Asset) {
-        let size = options.thumbnailSize
-        guard thumbnails.cached(sha256: asset.sha256, size: size) == nil else { return }
-        let admitted = prefetching.withLock { count -> Bool in
-            guard count < Self.prefetchLimit else { return false }
-            count += 1
-            return true
-        }
-        guard admitted else { return }
-        let cache = thumbnails, blob = library.blobs.path(for: asset.sha256), counter = prefetching
-        DispatchQueue.global(qos: .utility).async {
-            _ = cache.thumbnail(for: asset, blob: blob, size: size)
-            counter.withLock { $0 -= 1 }
+        guard thumbnails.cached(sha256: asset.sha256, size: options.thumbnailSize) == nil else { return }
+        prefetchQueue.withLock { queue in
+            queue.lastImportNs = nowNanoseconds()
+            if queue.assets.count < Self.prefetchLimit { queue.assets.append(asset) }
         }
     }
 
-    static let prefetchLimit = 256
+    /// Starts the queued thumbnails once imports have been quiet for `quietSeconds`.
+    public func makeQueuedThumbnails(quietSeconds: Double = 2) {
+        let now = nowNanoseconds()
+        let batch = prefetchQueue.withLock { queue -> [Asset] in
+            guard !queue.assets.isEmpty, !queue.running,
+                  Double(now - queue.lastImportNs) / 1e9 >= quietSeconds else { return [] }
+            queue.running = true
+            defer { queue.assets.removeAll() }
+            return queue.assets
+        }
+        guard !batch.isEmpty else { return }
+        let cache = backgroundThumbnails, blobs = library.blobs, size = options.thumbnailSize, queue = prefetchQueue
+        DispatchQueue.global(qos: .utility).async {
+            for asset in batch {
+                _ = cache.thumbnail(for: asset, blob: blobs.path(for: asset.sha256), size: size)
+            }
+            queue.withLock { $0.running = false }
+        }
+    }
+
+    struct PrefetchQueue {
+        var assets: [Asset] = []
+        var lastImportNs: Int64 = 0
+        var running = false
+    }
+
+    static let prefetchLimit = 4096
 }

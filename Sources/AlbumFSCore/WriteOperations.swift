@@ -98,6 +98,7 @@ extension FileSystem {
             writer = Writer(ino: ino, target: .asset(asset.id), path: path, fd: fd, dirty: false)
             if flags & O_TRUNC == 0 {
                 try copyBlob(asset, into: fd, path: path)
+                writer.stream = nil  // the copied bytes were not streamed
             }
             writers.add(writer)
         }
@@ -106,6 +107,8 @@ extension FileSystem {
             if flags & O_TRUNC != 0 {
                 try makeWritable(writer)
                 if ftruncate(writer.fd, 0) != 0 { throw FSError(errno, "cannot truncate \(writer.path)") }
+                writer.stream = StreamingHash()  // empty again: a fresh stream
+                writer.writebackFrom = 0
                 writer.touched()
             }
         }
@@ -131,6 +134,7 @@ extension FileSystem {
     /// became a blob) a fresh copy, so that a blob is never written. Called under the
     /// writer's lock.
     func makeWritable(_ writer: Writer) throws {
+        if writer.cloneOf != nil || writer.sealed { writer.stream = nil }
         if let clone = writer.cloneOf {
             try copyBlob(clone, into: writer.fd, path: writer.path)
             writer.cloneOf = nil
@@ -167,7 +171,7 @@ extension FileSystem {
                 try makeWritable(writer)
                 let n = pwrite(writer.fd, bytes.baseAddress, bytes.count, off_t(offset))
                 if n < 0 { throw FSError(errno, "cannot write \(writer.path)") }
-                writer.touched()
+                writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset)
                 return n
             }
         }
@@ -201,6 +205,7 @@ extension FileSystem {
                     var i = inOffset, o = outOffset
                     let n = SystemCalls.copyFileRange(inFD, &i, writer.fd, &o, length)
                     if n < 0 { throw FSError(errno, "copy_file_range failed") }
+                    writer.stream?.invalidate()
                     writer.touched()
                     return n
                 }
@@ -287,6 +292,8 @@ extension FileSystem {
         }
         switch writer.target {
         case .newFile(let folder, let name):
+            var clock = PhaseClock()
+            defer { clock.log("commit of \(name)") }
             let destination: ImportDestination
             do {
                 destination = try importDestination(try role(of: folder), name: name)
@@ -300,6 +307,7 @@ extension FileSystem {
                 Glibc.unlink(writer.path)  // never written: nothing to import from it
             } else {
                 let staged = try seal(writer)
+                clock.mark("seal")
                 do {
                     outcome = try library.commit(staged, originalName: name, destination: destination, assetID: Int64(writer.ino))
                 } catch {
@@ -319,6 +327,7 @@ extension FileSystem {
                 writer.refused = refusal
                 throw refusal
             }
+            clock.mark("import")
             if asset.id != Int64(writer.ino) {
                 // The bytes were already in the library: the number the kernel has for this
                 // name now stands for that asset.
@@ -338,7 +347,9 @@ extension FileSystem {
             writer.sealed = true
             writer.dirty = false
             writer.cloneOf = nil
+            clock.mark("attributes")
             afterChange(asset: asset, folders: [folder], entries: [(folder, name)])
+            clock.mark("invalidations")
             prefetchThumbnail(asset)
         case .asset(let id):
             let staged = try seal(writer)
@@ -372,7 +383,9 @@ extension FileSystem {
         let (_, mtime) = writer.stat()
         let started = Log.isDebug ? nowNanoseconds() : 0
         defer { if Log.isDebug { Log.debug("hash of inode \(writer.ino) took \((nowNanoseconds() - started) / 1000) µs") } }
-        return try library.staging.seal(path: writer.path, fd: writer.fd, mtimeNs: mtime)
+        let stream = writer.stream
+        return try library.staging.seal(path: writer.path, fd: writer.fd, mtimeNs: mtime,
+                                        knownHash: { size in stream?.finish(size: size) })
     }
 
     /// A new file that will not be imported: gone from its folder.
@@ -415,6 +428,7 @@ extension FileSystem {
                 if let size = changes.size {
                     try makeWritable(writer)
                     if ftruncate(writer.fd, off_t(size)) != 0 { throw FSError(errno, "cannot truncate \(writer.path)") }
+                    if size != 0 || writer.stream?.length != 0 { writer.stream = nil }
                     writer.touched()
                 }
                 if let mtime = changes.mtimeNs {

@@ -31,6 +31,12 @@ final class Writer: @unchecked Sendable {
     /// until the bytes change, and the last release drops the file: a descriptor may
     /// have been dup'ed, and FUSE cannot tell which close is the last.
     var refused: FSError?
+    /// The digest, computed as the file is written front to back.
+    var stream: StreamingHash? = StreamingHash()
+    /// Where writeback was last started: the data goes to disk while more arrives, so
+    /// that the fsync at the close has little left to wait for.
+    var writebackFrom: Int64 = 0
+    static let writebackStep: Int64 = 4 << 20
     /// When bytes last changed, and whether an fsync (an NFS COMMIT) came since.
     var lastWriteNs = nowNanoseconds()
     var syncedSinceWrite = false
@@ -55,6 +61,17 @@ final class Writer: @unchecked Sendable {
     deinit {
         close(fd)
         if !sealed { unlink(path) }
+    }
+
+    /// A write went to the staging file (under the lock).
+    func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        stream?.wrote(bytes, at: offset)
+        let end = offset + Int64(bytes.count)
+        if end - writebackFrom >= Self.writebackStep {
+            SystemCalls.startWriteback(fd: fd, offset: writebackFrom, length: end - writebackFrom)
+            writebackFrom = end
+        }
+        touched()
     }
 
     /// Bytes changed (under the lock).

@@ -88,7 +88,7 @@ extension FileSystem {
             guard text == "0" || text == "1" else { throw FSError(EINVAL, "\(name) takes 0 or 1, not '\(text)'") }
             if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted") }
             if name.hasSuffix("favorite") { try library.setFavorite(asset.id, text == "1") } else { try library.setHidden(asset.id, text == "1") }
-            afterChange(asset: try library.asset(id: asset.id))
+            afterChange(asset: try library.asset(id: asset.id), views: asset)
             return
         }
         if value.count > Self.xattrSizeMax { throw FSError(E2BIG, "\(name): value over 64 KiB") }

@@ -26,7 +26,10 @@ final class Bridge: @unchecked Sendable {
         attrTimeout = fs.options.cacheSeconds
         fs.setInvalidator { [unowned self] item in self.enqueue(item) }
         settler.schedule(deadline: .now() + 1, repeating: 1)
-        settler.setEventHandler { [fs] in fs.importSettledFiles() }
+        settler.setEventHandler { [fs] in
+            fs.importSettledFiles()
+            fs.makeQueuedThumbnails()
+        }
         settler.resume()
     }
 

@@ -94,7 +94,9 @@ public enum FuseMount {
         MetadataReader.initialize()
         // Decoders run in worker processes of this same binary (albumfs thumbnail-worker).
         let workers = ThumbnailWorkerPool.ofThisProgram(executable: request.workerExecutable)
-        let fs = FileSystem(library: library, options: request.options, thumbnailMaker: workers)
+        let background = ThumbnailWorkerPool.ofThisProgram(executable: request.workerExecutable, count: 1, nice: 19)
+        let fs = FileSystem(library: library, options: request.options, thumbnailMaker: workers,
+                            backgroundThumbnailMaker: background)
         let bridge = Bridge(fs: fs)
         bridge.session = session
         placeholder.bridge = bridge

@@ -130,9 +130,10 @@ final class BenchMount {
         guard mounted else { return }
         mounted = false
         _ = try? Harness.sh("fusermount3 -u \(Harness.q(mountpoint)) || fusermount3 -u -z \(Harness.q(mountpoint))", check: false)
-        // Wait for the daemon to go, so that the library is free again.
-        for _ in 0..<200 {
-            let out = (try? Harness.sh("pgrep -f \(Harness.q("albumfs mount .* \(mountpoint)"))", check: false)) ?? ""
+        // Wait for the daemon and its decoder workers to go: the library is free again,
+        // and nothing of ours runs while the next figure is measured.
+        for _ in 0..<400 {
+            let out = (try? Harness.sh("pgrep -f \(Harness.q("albumfs mount .* \(mountpoint)")); pgrep -f 'albumfs thumbnail-worker'", check: false)) ?? ""
             if out.isEmpty { return }
             usleep(25_000)
         }

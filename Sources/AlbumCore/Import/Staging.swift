@@ -72,9 +72,16 @@ public struct Staging: Sendable {
         return StagedFile(path: path, sha256: hasher.finalizeHex(), size: total, header: header, mtimeNs: mtime)
     }
 
-    /// Hashes a file already in staging (written through the mount).
-    public func seal(path: String, fd: Int32, mtimeNs: Int64) throws -> StagedFile {
-        let (hash, size) = try FileIO.sha256(fd: fd, path: path)
+    /// Hashes a file already in staging (written through the mount), unless its digest
+    /// was computed while it was written (`knownHash`).
+    public func seal(path: String, fd: Int32, mtimeNs: Int64, knownHash: ((Int64) -> String?)? = nil) throws -> StagedFile {
+        let size = FileIO.fileSize(fd)
+        let hash: String
+        if let known = knownHash?(size) {
+            hash = known
+        } else {
+            hash = try FileIO.sha256(fd: fd, path: path).hash
+        }
         var header = [UInt8](repeating: 0, count: Sniffer.headerLength)
         let n = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         header = Array(header.prefix(max(0, n)))

@@ -33,6 +33,18 @@ public enum SystemCalls {
         return (fds[0], fds[1])
     }
 
+    /// Starts writing a range of a file to disk without waiting, so that a later fsync
+    /// has less to wait for.
+    public static func startWriteback(fd: Int32, offset: Int64, length: Int64) {
+        _ = shim_start_writeback(fd, off_t(offset), off_t(length))
+    }
+
+    /// Reserves disk blocks for a range without changing the file's size: the fsync at
+    /// the end need not allocate them.
+    public static func preallocate(fd: Int32, offset: Int64, length: Int64) {
+        _ = shim_preallocate(fd, off_t(offset), off_t(length))
+    }
+
     /// The tv_nsec that leaves a time unchanged in utimensat/futimens.
     public static var utimeOmit: Int { Int(shim_utime_omit()) }
 

@@ -62,11 +62,12 @@ public final class ThumbnailWorkerPool: ThumbnailMaking, @unchecked Sendable {
         slots = DispatchSemaphore(value: max(1, count))
     }
 
-    /// Workers that are this very program (`albumfs thumbnail-worker`), one per core.
-    public static func ofThisProgram(executable: String? = nil) -> ThumbnailWorkerPool {
+    /// Workers that are this very program (`albumfs thumbnail-worker`), one per core by
+    /// default. `nice`: a lower CPU priority, for work nobody waits for.
+    public static func ofThisProgram(executable: String? = nil, count: Int? = nil, nice: Int = 0) -> ThumbnailWorkerPool {
         let me = executable ?? (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return ThumbnailWorkerPool(executable: me, arguments: ["thumbnail-worker"],
-                                   count: ProcessInfo.processInfo.activeProcessorCount)
+        return ThumbnailWorkerPool(executable: me, arguments: ["thumbnail-worker"] + (nice != 0 ? ["--nice", String(nice)] : []),
+                                   count: count ?? ProcessInfo.processInfo.activeProcessorCount)
     }
 
     deinit {
@@ -145,7 +146,8 @@ public final class ThumbnailWorkerPool: ThumbnailMaking, @unchecked Sendable {
 
 /// The loop of `albumfs thumbnail-worker`: requests on stdin, replies on stdout.
 public enum ThumbnailWorker {
-    public static func serve() -> Int32 {
+    public static func serve(nice: Int = 0) -> Int32 {
+        if nice != 0 { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Int32(nice)) }
         // A decompression bomb fails here instead of taking the machine's memory.
         var limit = rlimit(rlim_cur: 4 << 30, rlim_max: 4 << 30)
         setrlimit(Int32(RLIMIT_AS.rawValue), &limit)

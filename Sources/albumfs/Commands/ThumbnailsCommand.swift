@@ -69,6 +69,9 @@ enum ThumbnailsCommand {
 enum ThumbnailWorkerCommand {
     static let command = Commands.Command(
         name: "thumbnail-worker", synopsis: "",
-        help: "usage: albumfs thumbnail-worker (started by albumfs itself: requests on stdin, replies on stdout)",
-        run: { _ in ThumbnailWorker.serve() })
+        help: "usage: albumfs thumbnail-worker [--nice N] (started by albumfs itself: requests on stdin, replies on stdout)",
+        run: { raw in
+            let args = try Arguments(raw, valued: ["--nice"], flags: ["--help"], command: "thumbnail-worker")
+            return ThumbnailWorker.serve(nice: args.options["--nice"]?.last.flatMap { Int($0) } ?? 0)
+        })
 }
