@@ -52,11 +52,14 @@ static inline int shim_fi_flush(const struct fuse_file_info *fi) { return fi ? f
 // splice for reads, readdirplus, 1 MiB requests, nanosecond times.
 static inline void shim_configure_conn(struct fuse_conn_info *conn, unsigned max_write, unsigned max_readahead) {
     unsigned want = FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE
-                  | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_READ
+                  | FUSE_CAP_READDIRPLUS | FUSE_CAP_ASYNC_READ
                   | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ATOMIC_O_TRUNC;
     conn->want |= want & conn->capable;
     // Locks stay in the kernel: flock and fcntl locks work between local processes.
     conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_WRITEBACK_CACHE);
+    // Always readdirplus (not the kernel's adaptive choice): a listing brings every
+    // entry's attributes, so `du` and `ls -l` on a cold cache need no lookup per file.
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
     if (max_write) conn->max_write = max_write;
     if (max_readahead && max_readahead < conn->max_readahead) conn->max_readahead = max_readahead;
     conn->time_gran = 1;

@@ -35,24 +35,31 @@ enum Harness {
         return times[times.count / 2]
     }
 
+    /// Runs a shell command, waiting for it with waitpid (Foundation's Process polls,
+    /// which would round every figure up to its polling period). Returns stdout.
     @discardableResult
     static func sh(_ command: String, check: Bool = true, shell: String = "/bin/sh") throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: shell)
-        process.arguments = ["-c", command]
-        let tmp = "/tmp/albumfs-bench-out-\(getpid())", errTmp = "/tmp/albumfs-bench-err-\(getpid())"
-        FileManager.default.createFile(atPath: tmp, contents: nil)
-        FileManager.default.createFile(atPath: errTmp, contents: nil)
-        defer { unlink(tmp); unlink(errTmp) }
-        process.standardOutput = FileHandle(forWritingAtPath: tmp)
-        process.standardError = FileHandle(forWritingAtPath: errTmp)
-        try process.run()
-        process.waitUntilExit()
-        if check && process.terminationStatus != 0 {
-            let stderr = (try? String(contentsOfFile: errTmp, encoding: .utf8)) ?? ""
-            throw BenchError("command failed (\(process.terminationStatus)): \(command): \(stderr)")
+        let out = "/tmp/albumfs-bench-out-\(getpid())", err = "/tmp/albumfs-bench-err-\(getpid())"
+        defer { unlink(out); unlink(err) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(shell), strdup("-c"), strdup(command), nil]
+        defer { for p in argv { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, shell, &actions, nil, argv, environ)
+        guard rc == 0 else { throw BenchError("cannot run \(shell): \(rc)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        if check && code != 0 {
+            let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+            throw BenchError("command failed (\(code)): \(command): \(stderr)")
         }
-        return (try? String(contentsOfFile: tmp, encoding: .utf8)) ?? ""
+        return (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
     }
 
     static func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }

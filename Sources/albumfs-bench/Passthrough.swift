@@ -27,7 +27,8 @@ final class Passthrough {
         let binary = try Passthrough.binary(in: dir)
         // The daemon must not keep the descriptors Foundation's Process watches to learn
         // that the command ended: close everything above stderr before exec.
-        try Harness.sh("for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; exec \(Harness.q(binary)) -o source=\(Harness.q(source)) \(Harness.q(mountpoint))", shell: "/bin/bash")
+        // It keeps a descriptor per inode it has seen: a big tree needs a big limit.
+        try Harness.sh("ulimit -n 1048576 2>/dev/null || ulimit -n $(ulimit -Hn); for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; exec \(Harness.q(binary)) -o source=\(Harness.q(source)) \(Harness.q(mountpoint))", shell: "/bin/bash")
     }
 
     func unmount() {

@@ -1,9 +1,11 @@
 import AlbumCore
 import Foundation
 
-/// Reading a large video through the mount against reading its blob directly.
+/// Reading a large video and many large photos through the mount, cold and warm, against
+/// reading their blobs directly and against reading the same files through
+/// passthrough_ll.
 enum ReadBench {
-    static func run(dir: String, megabytes: Int) throws {
+    static func video(in dir: String, megabytes: Int) throws -> String {
         let video = dir + "/big-video.mp4"
         if (try? FileManager.default.attributesOfItem(atPath: video)[.size] as? Int) != megabytes << 20 {
             // A short real MP4 with its index first, padded to size: libavformat reads it
@@ -14,6 +16,12 @@ enum ReadBench {
                 head -c $(( \(megabytes) * 1048576 - $(stat -c %s \(Harness.q(dir + "/small.mp4"))) )) /dev/urandom >> \(Harness.q(video))
                 """)
         }
+        return video
+    }
+
+    static func run(dir: String, megabytes: Int, photos: Int) throws {
+        let video = try video(in: dir, megabytes: megabytes)
+        let card = try ImportBench.card(in: dir, count: photos)
         let path = dir + "/read.library"
         let (library, _) = try DataSets.library(at: path, seed: try DataSets.seedPhoto(in: dir))
         guard let asset = try library.importFile(at: video, originalName: "big-video.mp4", destination: .library).asset else {
@@ -21,18 +29,37 @@ enum ReadBench {
         }
         let blob = library.blobs.path(for: asset.sha256)
         _ = consume library
+        try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails --album Card \(Harness.q(path)) \(Harness.q(card))")
+        let reader = try Library.open(at: path, access: .reader)
+        let photoBlobs = try reader.assets(in: .allPhotos).filter { $0.name.hasPrefix("IMG_") }.map { reader.blobs.path(for: $0.sha256) }
+
+        // passthrough_ll over a folder holding the same files.
+        let source = dir + "/read.passthrough-source"
+        try Harness.sh("mkdir -p \(Harness.q(source)) && cp -n \(Harness.q(video)) \(Harness.q(source))/ && mkdir -p \(Harness.q(source))/card && cp -n \(Harness.q(card))/IMG_* \(Harness.q(source))/card/")
+        let passthrough = try Passthrough(dir: dir, source: source, mountpoint: dir + "/read.passthrough")
+        defer { passthrough.unmount() }
         let mount = try BenchMount(library: path, mountpoint: dir + "/read.mnt")
         defer { mount.unmount() }
-        let file = mount.mountpoint + "/All Photos/big-video.mp4"
-        let mb = "\(megabytes) MB"
-        let cat = { (path: String) -> () throws -> Void in { _ = try Harness.sh("cat \(Harness.q(path)) > /dev/null") } }
-        let coldBlob = try Harness.median(prepare: { Harness.dropCaches([blob, file]) }, cat(blob))
-        let coldMount = try Harness.median(prepare: { Harness.dropCaches([blob, file]) }, cat(file))
-        Harness.record("read \(mb) video, cold cache", ours: coldMount, baseline: coldBlob, baselineName: "the blob, read directly")
-        try cat(blob)()
-        try cat(file)()
-        let warmBlob = try Harness.median(Harness.runs, cat(blob))
-        let warmMount = try Harness.median(Harness.runs, cat(file))
-        Harness.record("read \(mb) video, warm cache", ours: warmMount, baseline: warmBlob, baselineName: "the blob, read directly")
+
+        let cat = { (paths: String) -> () throws -> Void in { _ = try Harness.sh("cat \(paths) > /dev/null") } }
+        func compare(_ label: String, ours: String, blob: String, through: String, files: [String]) throws {
+            let drop = { Harness.dropCaches(files) }
+            let coldBlob = try Harness.median(prepare: drop, cat(blob))
+            let coldPT = try Harness.median(prepare: drop, cat(through))
+            let coldOurs = try Harness.median(prepare: drop, cat(ours))
+            Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldPT, baselineName: "passthrough_ll (goal: at most 1.00)")
+            Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldBlob, baselineName: "the blobs, read directly")
+            try cat(blob)(); try cat(through)(); try cat(ours)()
+            let warmBlob = try Harness.median(Harness.runs, cat(blob))
+            let warmPT = try Harness.median(Harness.runs, cat(through))
+            let warmOurs = try Harness.median(Harness.runs, cat(ours))
+            Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmBlob, baselineName: "the blobs, read directly (goal: at most 1.20)")
+            Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmPT, baselineName: "passthrough_ll")
+        }
+        try compare("read \(megabytes) MB video", ours: Harness.q(mount.mountpoint + "/All Photos/big-video.mp4"),
+                    blob: Harness.q(blob), through: Harness.q(passthrough.mountpoint + "/big-video.mp4"), files: [blob])
+        try compare("read \(photos) large photos", ours: "\(Harness.q(mount.mountpoint + "/Albums/Card"))/IMG_*",
+                    blob: photoBlobs.map(Harness.q).joined(separator: " "),
+                    through: "\(Harness.q(passthrough.mountpoint + "/card"))/IMG_*", files: photoBlobs)
     }
 }

@@ -10,26 +10,31 @@ let usage = """
 
     Benchmarks (default: all):
       queries   smart-album and date-view queries over a 100,000-asset library
-      read      reading a 1 GB video through the mount, cold and warm, against its blob
-      list      ls -l and find over an album of 10,000 assets, against plain files
+      read      a 1 GB video and large photos through the mount, cold and warm, against
+                their blobs and passthrough_ll
+      list      ls -l, find, du over albums of 1,000 and 10,000 and All Photos of 100,000,
+                against plain files and passthrough_ll
       import    cp -r of large photos into an album, against passthrough_ll and albumfs import
       thumbnails  thumbnails per second through the mount, against vipsthumbnail and ImageMagick
+      scale     mount time, peak RSS and ls of a small album at 10,000 to 1,000,000 assets
 
     Options:
       --dir DIR      where data sets are built (default /var/tmp/albumfs-bench)
       --runs N       runs per figure; the median is reported (default 5)
       --assets N     assets for `queries` (default 100000)
-      --list-assets N  assets for `list` (default 10000)
+      --list-assets N  assets in All Photos for `list` (default 100000)
+      --scale N,N,...  library sizes for `scale` (default 10000,100000,1000000)
       --video-mb N   size of the video for `read` (default 1024)
-      --photos N     large photos for `import` (default 200)
+      --photos N     large photos for `import` and `read` (default 500; `thumbnails` uses up to 100)
     """
 
 var dir = "/var/tmp/albumfs-bench"
 var selected: [String] = []
 var queryAssets = 100_000
-var listAssets = 10_000
+var listAssets = 100_000
+var scaleSizes = [10_000, 100_000, 1_000_000]
 var videoMB = 1024
-var photos = 200
+var photos = 500
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let arg = args.removeFirst()
@@ -42,13 +47,14 @@ while !args.isEmpty {
     case "--runs": Harness.runs = Int(value()) ?? 5
     case "--assets": queryAssets = Int(value()) ?? queryAssets
     case "--list-assets": listAssets = Int(value()) ?? listAssets
+    case "--scale": scaleSizes = value().split(separator: ",").compactMap { Int($0) }
     case "--video-mb": videoMB = Int(value()) ?? videoMB
     case "--photos": photos = Int(value()) ?? photos
     case "-h", "--help": print(usage); exit(0)
     default: selected.append(arg)
     }
 }
-if selected.isEmpty { selected = ["queries", "read", "list", "import", "thumbnails"] }
+if selected.isEmpty { selected = ["queries", "read", "list", "import", "thumbnails", "scale"] }
 
 let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
 Harness.albumfs = binDir + "/albumfs"
@@ -64,8 +70,9 @@ do {
     for name in selected {
         switch name {
         case "queries": try QueryBench.run(dir: dir, assets: queryAssets)
-        case "read": try ReadBench.run(dir: dir, megabytes: videoMB)
-        case "list": try ListBench.run(dir: dir, assets: listAssets)
+        case "read": try ReadBench.run(dir: dir, megabytes: videoMB, photos: photos)
+        case "list": try ListBench.run(dir: dir, sizes: [1_000, 10_000].filter { $0 < listAssets }, libraryAssets: listAssets)
+        case "scale": try ScaleBench.run(dir: dir, sizes: scaleSizes)
         case "import": try ImportBench.run(dir: dir, count: photos)
         case "thumbnails": try ThumbnailBench.run(dir: dir, count: min(photos, 100))
         default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)

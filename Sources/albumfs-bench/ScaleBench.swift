@@ -1,0 +1,42 @@
+import AlbumCore
+import Foundation
+import Glibc
+
+/// How cost grows with the library: mount time, the daemon's peak memory, and `ls` of a
+/// small album, for libraries of 10,000 to 1,000,000 assets.
+enum ScaleBench {
+    static func run(dir: String, sizes: [Int]) throws {
+        let seed = try DataSets.seedPhoto(in: dir)
+        for size in sizes {
+            let path = dir + "/scale-\(size).library"
+            var (library, sha) = try DataSets.library(at: path, seed: seed)
+            let small = try library.createAlbum(named: "Small", in: 0)
+            try library.addSyntheticAssets(DataSets.assets(20, prefix: "S_"), sha256: sha, album: small.id)
+            try library.addSyntheticAssets(DataSets.assets(size - 21), sha256: sha)
+            library = try Library.open(at: path, access: .reader)
+            _ = consume library
+            Harness.dropCaches([])
+            let mountpoint = dir + "/scale.mnt"
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            let started = Harness.now()
+            let mount = try BenchMount(library: path, mountpoint: mountpoint)
+            try Harness.sh("ls \(Harness.q(mountpoint)) > /dev/null")
+            let mountTime = Harness.now() - started
+            let ls = try Harness.median(Harness.runs, prepare: { Harness.dropCaches([]) }) {
+                _ = try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small > /dev/null")
+            }
+            // A file manager's visit: the small album, its thumbnails' names, All Photos' first page.
+            try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small/.thumbnails > /dev/null; ls -U \(Harness.q(mountpoint))/'All Photos' | head -100 > /dev/null")
+            let pid = try Harness.sh("pgrep -f \(Harness.q("albumfs mount .* \(mountpoint)"))").split(separator: "\n").first.map(String.init) ?? ""
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+                .flatMap { Double($0.split(separator: " ").dropFirst().first { !$0.isEmpty } ?? "") } ?? 0
+            mount.unmount()
+            let label = size >= 1_000_000 ? "\(size / 1_000_000)M" : "\(size / 1000)k"
+            Harness.record("mount time, \(label) assets", ours: mountTime, baseline: 1.0, baselineName: "goal: under 1 s")
+            Harness.record("daemon peak RSS, \(label) assets", ours: hwm / 1024, baseline: 200, baselineName: "goal: under 200 MB", unit: "MB")
+            Harness.record("ls -l of a 20-photo album, \(label) assets, cold", ours: ls, baseline: nil, baselineName: "")
+            _ = try? Harness.sh("chmod -R u+w \(Harness.q(path)); rm -rf \(Harness.q(path))", check: false)
+        }
+    }
+}
