@@ -73,6 +73,8 @@ extension FileSystem {
     public struct Opened: Sendable {
         public let handle: UInt64
         public let keepCache: Bool
+        /// Opened to be read only: its close needs no flush.
+        public var readOnly = false
     }
 
     public func open(_ ino: UInt64, flags: Int32) throws -> Opened {
@@ -93,7 +95,7 @@ extension FileSystem {
                 guard fd >= 0 else {
                     throw FSError(EIO, "the original of asset \(asset.id) (\(asset.name)) cannot be opened: \(String(cString: strerror(errno))); run albumfs check")
                 }
-                return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true)
+                return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
             case .scratch(let file):
                 if writing { try checkWritable() }
                 let path = library.scratchPath(file.id)
@@ -106,7 +108,7 @@ extension FileSystem {
             guard let file = try thumbnailFile(asset: asset) else { throw FSError.noEntry("thumbnail of \(asset)") }
             let fd = Glibc.open(file.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw FSError(EIO, "thumbnail \(file.path) cannot be opened") }
-            return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true)
+            return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }

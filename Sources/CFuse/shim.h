@@ -44,6 +44,11 @@ static inline void shim_fi_set_open_flags(struct fuse_file_info *fi, uint64_t fh
     fi->cache_readdir = cache_readdir ? 1 : 0;
 }
 
+// A file opened only to be read has nothing to do at close: no FLUSH round trip.
+static inline void shim_fi_set_noflush(struct fuse_file_info *fi, int noflush) {
+    fi->noflush = noflush ? 1 : 0;
+}
+
 static inline uint64_t shim_fi_fh(const struct fuse_file_info *fi) { return fi ? fi->fh : 0; }
 static inline int shim_fi_flags(const struct fuse_file_info *fi) { return fi ? fi->flags : 0; }
 static inline int shim_fi_flush(const struct fuse_file_info *fi) { return fi ? fi->flush : 0; }

@@ -30,6 +30,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         b.handle(req, "open \(ino)") {
             let opened = try b.fs.open(ino, flags: shim_fi_flags(fi))
             shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
+            shim_fi_set_noflush(fi, opened.readOnly ? 1 : 0)
             if fuse_reply_open(req, fi) != 0 { b.fs.release(handle: opened.handle) }
         }
     }

@@ -29,7 +29,7 @@ enum ReadBench {
         }
         let blob = library.blobs.path(for: asset.sha256)
         _ = consume library
-        try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails --album Card \(Harness.q(path)) \(Harness.q(card))")
+        try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(path)) \(Harness.q(card))")
         let reader = try Library.open(at: path, access: .reader)
         let photoBlobs = try reader.assets(in: .allPhotos).filter { $0.name.hasPrefix("IMG_") }.map { reader.blobs.path(for: $0.sha256) }
 
@@ -58,7 +58,7 @@ enum ReadBench {
         }
         try compare("read \(megabytes) MB video", ours: Harness.q(mount.mountpoint + "/All Photos/big-video.mp4"),
                     blob: Harness.q(blob), through: Harness.q(passthrough.mountpoint + "/big-video.mp4"), files: [blob])
-        try compare("read \(photos) large photos", ours: "\(Harness.q(mount.mountpoint + "/Albums/Card"))/IMG_*",
+        try compare("read \(photos) large photos", ours: "\(Harness.q(mount.mountpoint + "/Albums/" + (card as NSString).lastPathComponent))/IMG_*",
                     blob: photoBlobs.map(Harness.q).joined(separator: " "),
                     through: "\(Harness.q(passthrough.mountpoint + "/card"))/IMG_*", files: photoBlobs)
     }
