@@ -127,9 +127,9 @@ public final class FileSystem: Sendable {
             guard let object = try object(id) else { throw FSError.noEntry("inode \(id)") }
             return try attributes(of: object, ino: node.ino)
         case .thumbnail(let id):
-            guard let asset = try library.asset(id: id),
-                  let file = thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: options.thumbnailSize)
-            else { throw FSError.noEntry("thumbnail of \(id)") }
+            guard let asset = try library.asset(id: id), let file = thumbnail(of: asset) else {
+                throw FSError.noEntry("thumbnail of \(id)")
+            }
             return thumbnailAttributes(asset, file)
         case .year, .month, .day, .thumbnails:
             guard try exists(node) else { throw FSError.noEntry("inode \(node.ino)") }
@@ -159,8 +159,8 @@ public final class FileSystem: Sendable {
 
     func attributes(of file: ScratchFile) throws -> Attributes {
         var st = stat()
-        guard stat(library.scratchPath(file.id), &st) == 0 else {
-            throw FSError(EIO, "scratch file \(file.name) (\(file.id)) has lost its bytes: \(String(cString: strerror(errno)))")
+        guard lstat(library.scratchPath(file.id), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            throw FSError(EIO, "scratch file \(file.name) (\(file.id)) has lost its bytes (or is a link)")
         }
         var a = fileAttributes(ino: UInt64(file.id), permissions: file.mode & 0o7777, size: Int64(st.st_size),
                                mtimeNs: Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec),

@@ -90,24 +90,27 @@ extension FileSystem {
             case .album: throw FSError(EISDIR, "is a folder", logged: false)
             case .asset(let asset):
                 if writing { return try openForWriting(asset, ino: ino, flags: flags) }
-                let path = library.blobs.path(for: asset.sha256)
-                let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else {
-                    throw FSError(EIO, "the original of asset \(asset.id) (\(asset.name)) cannot be opened: \(String(cString: strerror(errno))); run albumfs check")
-                }
+                let fd = try library.openBlob(of: asset)
                 return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
             case .scratch(let file):
                 if writing { try checkWritable() }
-                let path = library.scratchPath(file.id)
-                let fd = Glibc.open(path, (flags & (O_ACCMODE | O_TRUNC | O_APPEND)) | O_CLOEXEC)
-                guard fd >= 0 else { throw FSError(EIO, "scratch file \(file.name) cannot be opened: \(String(cString: strerror(errno)))") }
+                let fd: Int32
+                do {
+                    fd = try library.openScratch(file.id, flags: flags & (O_ACCMODE | O_TRUNC | O_APPEND))
+                } catch {
+                    throw FSError(EIO, "scratch file \(file.name) cannot be opened: \(error)")
+                }
                 return Opened(handle: handles.add(OpenFile(ino: ino, state: .scratch(fd: fd, id: file.id))), keepCache: false)
             }
         case .thumbnail(let asset):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
             guard let file = try thumbnailFile(asset: asset) else { throw FSError.noEntry("thumbnail of \(asset)") }
-            let fd = Glibc.open(file.path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw FSError(EIO, "thumbnail \(file.path) cannot be opened") }
+            let fd: Int32
+            do {
+                fd = try library.openInside(String(file.path.dropFirst(library.paths.root.count + 1)), flags: O_RDONLY)
+            } catch {
+                throw FSError(EIO, "thumbnail \(file.path) cannot be opened: \(error)")
+            }
             return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
@@ -118,8 +121,7 @@ extension FileSystem {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "read of an unknown handle \(handle)") }
         if case .writer(let writer) = file.state, let clone = writer.withLock({ writer.cloneOf }) {
             // A copy that has no bytes of its own yet reads its source.
-            let fd = Glibc.open(library.blobs.path(for: clone.sha256), O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw FSError(EIO, "the original of \(clone.name) cannot be opened") }
+            let fd = try library.openBlob(of: clone)
             return ReadSource(fd: fd, offset: offset, size: size, closeAfter: true)
         }
         return ReadSource(fd: file.readFD, offset: offset, size: size, closeAfter: false)

@@ -84,7 +84,7 @@ extension FileSystem {
     /// `.thumbnails/NAME.jpg` is the thumbnail of the asset NAME in the folder beside it.
     func lookupThumbnail(in folderIno: UInt64, name: String) throws -> Attributes {
         guard name.lowercased().hasSuffix(".jpg"), let asset = try assetEntry(in: folderIno, named: String(name.dropLast(4))),
-              let file = thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: options.thumbnailSize)
+              let file = thumbnail(of: asset)
         else {
             throw FSError.noEntry(name)
         }

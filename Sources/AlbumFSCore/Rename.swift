@@ -93,8 +93,13 @@ extension FileSystem {
             throw FSError(errno, "cannot move \(file.name) into staging")
         }
         func putBack() { _ = Glibc.rename(stagePath, scratchPath) }
-        let fd = Glibc.open(stagePath, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { putBack(); throw FSError(errno, "cannot open \(stagePath)") }
+        let fd: Int32
+        do {
+            fd = try library.openInside(String(stagePath.dropFirst(library.paths.root.count + 1)), flags: O_RDONLY)
+        } catch {
+            putBack()
+            throw FSError(EIO, "cannot open \(stagePath): \(error)")
+        }
         defer { close(fd) }
         var st = stat()
         fstat(fd, &st)

@@ -7,7 +7,17 @@ extension FileSystem {
     /// bytes cannot be decoded.
     func thumbnailFile(asset id: Int64) throws -> Thumbnail? {
         guard let asset = try library.asset(id: id) else { return nil }
-        return thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: options.thumbnailSize)
+        return thumbnail(of: asset)
+    }
+
+    /// The thumbnail of an asset, made if missing from a blob that is what was stored
+    /// (never through a link out of the library).
+    func thumbnail(of asset: Asset) -> Thumbnail? {
+        let size = options.thumbnailSize
+        if let done = thumbnails.cached(sha256: asset.sha256, size: size) { return done }
+        guard let fd = try? library.openBlob(of: asset) else { return nil }
+        close(fd)
+        return thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: size)
     }
 
     func thumbnailAttributes(_ asset: Asset, _ file: Thumbnail) -> Attributes {
@@ -29,11 +39,9 @@ extension FileSystem {
         let size = options.thumbnailSize
         let made = Locked<[Int64: Thumbnail]>([:])
         let missing = entries.filter { thumbnails.cached(sha256: $0.asset.sha256, size: size) == nil }
-        let cache = thumbnails, blobs = library.blobs
         DispatchQueue.concurrentPerform(iterations: missing.count) { i in
-            let asset = missing[i].asset
-            if let file = cache.thumbnail(for: asset, blob: blobs.path(for: asset.sha256), size: size) {
-                made.withLock { $0[asset.id] = file }
+            if let file = self.thumbnail(of: missing[i].asset) {
+                made.withLock { $0[missing[i].asset.id] = file }
             }
         }
         return entries.compactMap { entry in

@@ -118,10 +118,7 @@ extension FileSystem {
     /// Copies an asset's blob into a staging file (reflink or in-kernel copy when the
     /// filesystem can).
     func copyBlob(_ asset: Asset, into fd: Int32, path: String) throws {
-        let source = Glibc.open(library.blobs.path(for: asset.sha256), O_RDONLY | O_CLOEXEC)
-        guard source >= 0 else {
-            throw FSError(EIO, "the original of \(asset.name) cannot be opened: \(String(cString: strerror(errno)))")
-        }
+        let source = try library.openBlob(of: asset)
         defer { close(source) }
         do {
             try SystemCalls.copyAll(from: source, to: fd, length: asset.size)
@@ -170,7 +167,13 @@ extension FileSystem {
             return try writer.withLock {
                 try makeWritable(writer)
                 let n = pwrite(writer.fd, bytes.baseAddress, bytes.count, off_t(offset))
-                if n < 0 { throw FSError(errno, "cannot write \(writer.path)") }
+                if n < 0 {
+                    // Out of space (or an I/O error): this file will not be imported, and
+                    // its close says why.
+                    let failure = FSError(errno, "cannot write \(writer.path): \(String(cString: strerror(errno)))")
+                    writer.refused = failure
+                    throw failure
+                }
                 writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset)
                 return n
             }
@@ -477,8 +480,10 @@ extension FileSystem {
                 return try getattr(ino)
             case .scratch(let file):
                 let path = library.scratchPath(file.id)
-                if let size = changes.size, truncate(path, off_t(size)) != 0 {
-                    throw FSError(errno, "cannot truncate scratch file \(file.name)")
+                if let size = changes.size {
+                    let fd = try library.openScratch(file.id, flags: O_WRONLY)
+                    defer { close(fd) }
+                    if ftruncate(fd, off_t(size)) != 0 { throw FSError(errno, "cannot truncate scratch file \(file.name)") }
                 }
                 if let mtime = changes.mtimeNs {
                     SystemCalls.setMtime(path: path, nanoseconds: mtime)

@@ -74,10 +74,11 @@ final class Writer: @unchecked Sendable {
         touched()
     }
 
-    /// Bytes changed (under the lock).
+    /// Bytes changed (under the lock). A refusal of the bytes is lifted (they may be a
+    /// photo now); a failed write is not (those bytes are lost: the file is not imported).
     func touched() {
         dirty = true
-        refused = nil
+        if refused?.errno == EINVAL { refused = nil }
         lastWriteNs = nowNanoseconds()
         syncedSinceWrite = false
     }

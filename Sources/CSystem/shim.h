@@ -6,6 +6,21 @@
 // through AlbumCore's `SystemCalls` and nowhere else.
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+
+extern long syscall(long number, ...);
+
+// Opens `path` below the folder `dirfd` and never outside it: no "..", no absolute
+// path, no symbolic link anywhere on the way (openat2 with RESOLVE_BENEATH and
+// RESOLVE_NO_SYMLINKS). A library file replaced by a link fails with ELOOP or EXDEV.
+static inline int shim_open_beneath(int dirfd, const char *path, int flags, unsigned mode) {
+    struct open_how how = {0};
+    how.flags = (unsigned long long)flags;
+    how.mode = (flags & 0100 /* O_CREAT */) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
 
 extern ssize_t copy_file_range(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len, unsigned int flags);
 

@@ -12,6 +12,9 @@ public final class MountedLibrary: @unchecked Sendable {
     public let logPath: String
     public private(set) var process: Process?
     public private(set) var options: [String]
+    /// Whether the mount on `mountpoint` is this object's to unmount (a later object may
+    /// mount the same folder after this one unmounted it).
+    private var ownsMount = false
 
     /// Mounts `library` (which must exist) on a fresh folder in `temp`.
     public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = []) throws {
@@ -38,7 +41,10 @@ public final class MountedLibrary: @unchecked Sendable {
         self.process = process
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            if MountedLibrary.isMounted(mountpoint) { return }
+            if MountedLibrary.isMounted(mountpoint) {
+                ownsMount = true
+                return
+            }
             if !process.isRunning {
                 let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 self.process = nil
@@ -70,6 +76,8 @@ public final class MountedLibrary: @unchecked Sendable {
 
     /// Unmounts (fusermount3 -u, then lazily if busy) and waits for the daemon to exit.
     public func unmount() {
+        guard ownsMount else { return }
+        ownsMount = false
         let process = self.process
         self.process = nil
         if MountedLibrary.isMounted(mountpoint) {
@@ -91,6 +99,7 @@ public final class MountedLibrary: @unchecked Sendable {
     public func crash() {
         guard let process else { return }
         self.process = nil
+        ownsMount = false
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         _ = try? Processes.run("fusermount3", ["-u", "-z", mountpoint], timeout: 30)

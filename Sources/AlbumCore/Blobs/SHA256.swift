@@ -1,4 +1,5 @@
 import CCrypto
+import Foundation
 
 /// Incremental SHA-256 (OpenSSL's EVP interface), fed while bytes are copied.
 public struct SHA256Hasher: ~Copyable {
@@ -40,4 +41,14 @@ func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
 /// True for a string of 64 lowercase hex digits (a blob name).
 public func isSHA256Hex(_ text: String) -> Bool {
     text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+}
+
+/// One-shot digests.
+public enum SHA256Digest {
+    /// SHA-256 of `data`, as 64 lowercase hex digits.
+    public static func hex(of data: Data) -> String {
+        var hasher = SHA256Hasher()
+        data.withUnsafeBytes { hasher.update($0) }
+        return hasher.finalizeHex()
+    }
 }

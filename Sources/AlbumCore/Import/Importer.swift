@@ -150,8 +150,8 @@ extension Library {
         let kinds = Library.kinds(of: metadata, originalName: originalName)
         let now = nowNanoseconds()
         let sortKey = SortKey.make(takenAt: capture.instant, id: id)
-        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at) VALUES (?, ?, ?)",
-                   staged.sha256, staged.size, now / nanosecondsPerSecond)
+        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
+                   staged.sha256, staged.size, now / nanosecondsPerSecond, blobMtime(staged.sha256))
         try db.run("""
             INSERT INTO assets(id, name, name_key, original_name, sha256, size, version, media_type, format, kinds,
                 taken_at, taken_offset, taken_day, taken_source, sort_key, width, height, orientation, rotation,

@@ -28,6 +28,8 @@ public final class Library: Sendable {
     let writer: Locked<Connection>
     let readers: ConnectionPool
     private let lock: LibraryLock?
+    /// The library folder's descriptor, opened on first use (see `openInside`).
+    let rootDescriptor = Locked<Int32>(-1)
 
     /// How an open library is locked against other processes.
     public enum Access: Sendable {
@@ -101,6 +103,10 @@ public final class Library: Sendable {
             // part of the library only once its rows are committed.
             _ = Staging(paths: paths).clean()
         }
+    }
+
+    deinit {
+        rootDescriptor.withLock { if $0 >= 0 { close($0) } }
     }
 
     static func tune(_ connection: Connection) throws {

@@ -144,6 +144,11 @@ enum Schema {
         ALTER TABLE assets ADD COLUMN mode INTEGER;
         ALTER TABLE albums ADD COLUMN mode INTEGER;
         """,
+        // 3: a blob's mtime when it was stored: a file changed on disk afterwards is
+        // noticed when it is opened (NULL for blobs stored before, and not checked).
+        """
+        ALTER TABLE blobs ADD COLUMN mtime_ns INTEGER;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

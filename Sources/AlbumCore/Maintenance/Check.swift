@@ -60,7 +60,8 @@ extension Library {
                 continue
             }
             do {
-                let fd = try FileIO.openRead(path)
+                // Never through a link: a blob replaced by a link out of the library is a problem.
+                let fd = try openInside("originals/\(name.prefix(2))/\(name)", flags: O_RDONLY)
                 defer { close(fd) }
                 posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
                 let (hash, size) = try FileIO.sha256(fd: fd, path: path)
@@ -86,7 +87,8 @@ extension Library {
                 report.notes.append("blob \(hash) has no blobs row")
                 if repair, let size = fileSize(blobs.path(for: hash)) {
                     try write { db in
-                        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at) VALUES (?, ?, ?)", hash, size, nowSeconds())
+                        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
+                                   hash, size, nowSeconds(), blobMtime(hash))
                     }
                     report.repairs.append("added the blobs row of \(hash)")
                 }

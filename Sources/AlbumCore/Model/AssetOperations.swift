@@ -157,8 +157,8 @@ extension Library {
             guard let asset = try fetchAsset(id, db: db) else { throw LibraryError.notFound("asset \(id)") }
             let now = nowNanoseconds()
             let version = asset.version + 1
-            try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at) VALUES (?, ?, ?)",
-                       staged.sha256, staged.size, now / nanosecondsPerSecond)
+            try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
+                       staged.sha256, staged.size, now / nanosecondsPerSecond, blobMtime(staged.sha256))
             try db.run("INSERT INTO versions(asset_id, version, sha256, size, created_at) VALUES (?, ?, ?, ?, ?)",
                        id, version, staged.sha256, staged.size, now / nanosecondsPerSecond)
             // The capture date stays: an edit does not change when the photo was taken.

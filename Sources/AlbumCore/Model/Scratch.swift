@@ -35,6 +35,11 @@ public struct ScratchFile: Sendable, Equatable {
 extension Library {
     public func scratchPath(_ id: Int64) -> String { "\(paths.scratch)/\(id)" }
 
+    /// Opens a scratch file's bytes, never through a link.
+    public func openScratch(_ id: Int64, flags: Int32) throws -> Int32 {
+        try openInside("scratch/\(id)", flags: flags)
+    }
+
     public func scratchFile(id: Int64) throws -> ScratchFile? {
         try read { db in try db.first("SELECT \(ScratchFile.columns) FROM scratch WHERE id = ?", id, map: ScratchFile.init) }
     }
@@ -64,10 +69,7 @@ extension Library {
                 throw LibraryError.exists(name)
             }
             let id = try id ?? allocateID(db)
-            let path = scratchPath(id)
-            let fd = Glibc.open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw LibraryError.io("cannot create \(path)", errno: errno) }
-            close(fd)
+            close(try openInside("scratch/\(id)", flags: O_CREAT | O_WRONLY | O_TRUNC))
             // mtime_ns 0: no mtime was set on it yet (see markScratchMtime).
             try db.run("INSERT INTO scratch(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns) VALUES (?, ?, ?, ?, ?, 0, ?)",
                        id, Int64(bitPattern: dirIno), name, Names.key(name), Int64(mode), now)

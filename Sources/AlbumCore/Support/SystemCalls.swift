@@ -26,6 +26,12 @@ public enum SystemCalls {
         }
     }
 
+    /// Opens a path below a folder descriptor, refusing to leave it: no `..`, no
+    /// symbolic link on the way. Returns -1 and errno on failure.
+    public static func openBeneath(_ dirfd: Int32, _ path: String, flags: Int32, mode: UInt32 = 0o600) -> Int32 {
+        shim_open_beneath(dirfd, path, flags | O_CLOEXEC, mode)
+    }
+
     /// A pipe whose ends close on exec (only the ends a child gets by dup2 survive).
     public static func pipeCloseOnExec() throws -> (read: Int32, write: Int32) {
         var fds: [Int32] = [0, 0]
@@ -62,9 +68,9 @@ public enum SystemCalls {
         futimens(fd, &times)
     }
 
-    /// Sets only the mtime of a path.
+    /// Sets only the mtime of a path (of a link itself, never what it points to).
     public static func setMtime(path: String, nanoseconds: Int64) {
         var times = [Glibc.timespec(tv_sec: 0, tv_nsec: utimeOmit), timespec(nanoseconds: nanoseconds)]
-        utimensat(AT_FDCWD, path, &times, 0)
+        utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW)
     }
 }

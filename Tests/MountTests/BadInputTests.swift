@@ -1,0 +1,142 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// Bad input through the mount (issue 8): broken and hostile files are refused with
+/// EINVAL or imported without a thumbnail, never a crash or a long hang; odd names get
+/// their errno, or work.
+final class BadInputTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-bad")
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        XCTAssertTrue(try Processes.shell("mkdir '\(mount.path("Albums/Bad"))'").ok)
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    /// Hostile files, made here.
+    func makeBadFiles() throws -> [String] {
+        let dir = temp.sub("bad")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var files: [String] = []
+        func write(_ name: String, _ bytes: [UInt8]) throws {
+            try Data(bytes).write(to: URL(fileURLWithPath: "\(dir)/\(name)"))
+            files.append("\(dir)/\(name)")
+        }
+        try write("zero.jpg", [])
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/photos/jpg/gps/DSCN0010.jpg")))
+        for cut in [1, 2, 3, 4, 20, 100, 400, 1000, 5000, 20000, 80000, jpeg.count - 2] {
+            try write("cut-\(cut).jpg", Array(jpeg.prefix(cut)))
+        }
+        var random = SplitMix(seed: 7)
+        func noise(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
+        try write("noise-jpeg.jpg", [0xFF, 0xD8, 0xFF, 0xE0] + noise(50_000))
+        try write("noise-heic.heic", [0, 0, 0, 0x18] + Array("ftypheic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8) + noise(50_000))
+        try write("noise-mp4.mp4", [0, 0, 0, 0x18] + Array("ftypisom".utf8) + [0, 0, 2, 0] + Array("isomiso2".utf8) + noise(50_000))
+        try write("noise-png.png", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + noise(20_000))
+        // EXIF with absurd values: an IFD claiming 65535 entries, huge counts and offsets.
+        var exif: [UInt8] = Array("Exif".utf8) + [0, 0] + [0x49, 0x49, 0x2A, 0x00, 0x08, 0, 0, 0] + [0xFF, 0xFF]
+        for tag: UInt16 in [0x010F, 0x0110, 0x0112, 0x8769, 0x8825, 0x9003] {
+            exif += [UInt8(tag & 0xFF), UInt8(tag >> 8), 2, 0, 0xFF, 0xFF, 0xFF, 0x7F, 0xF0, 0xFF, 0xFF, 0x7F]
+        }
+        exif += noise(200)
+        let app1 = [0xFF, 0xE1, UInt8((exif.count + 2) >> 8), UInt8((exif.count + 2) & 0xFF)] + exif
+        try write("absurd-exif.jpg", [0xFF, 0xD8] + app1 + Array(jpeg.dropFirst(2)))
+        // A 1-gigapixel decompression bomb: a PNG that claims 40000 x 25000 pixels.
+        let bomb = """
+            import struct, zlib
+            def chunk(kind, data):
+                return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff)
+            rows = zlib.compress(b'\\\\x00' * (40001 * 3) * 200, 9)
+            png = b'\\\\x89PNG\\\\r\\\\n\\\\x1a\\\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 40000, 25000, 8, 2, 0, 0, 0))
+            open('\(dir)/bomb.png', 'wb').write(png + chunk(b'IDAT', rows) + chunk(b'IEND', b''))
+            """
+        XCTAssertTrue(try Processes.run("python3", ["-c", bomb]).ok)
+        files.append("\(dir)/bomb.png")
+        // A video with a broken index: the sample with its moov box mangled.
+        var video = Array(try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/videos/clip-2021-03-05.mp4")))
+        if let moov = (0..<(video.count - 4)).first(where: { video[$0..<($0 + 4)].elementsEqual("moov".utf8) }) {
+            for i in stride(from: moov + 40, to: min(moov + 4000, video.count), by: 7) { video[i] = UInt8(truncatingIfNeeded: random.next()) }
+        }
+        try write("broken-index.mp4", video)
+        try write("truncated-video.mp4", Array(video.prefix(video.count / 3)))
+        return files
+    }
+
+    func testHostileFilesAreRefusedOrImportedNeverACrash() throws {
+        var files = try makeBadFiles()
+        let broken = ["extras/truncated.jpg", "photos/jpg/corrupted.jpg", "extras/empty.jpg", "extras/fake-photo.jpg"]
+        files += broken.map { Samples.directory + "/" + $0 }
+        files += try FileManager.default.contentsOfDirectory(atPath: Samples.directory + "/photos/jpg/invalid").map { Samples.directory + "/photos/jpg/invalid/" + $0 }
+        files += try FileManager.default.contentsOfDirectory(atPath: Samples.directory + "/photos/jpg/tests").map { Samples.directory + "/photos/jpg/tests/" + $0 }
+        var imported = 0, refused = 0
+        for file in files {
+            let started = Date()
+            let copy = try Processes.shell("cp \(q(file)) \(q(mount.path("Albums/Bad")))/", timeout: 120)
+            XCTAssertLessThan(Date().timeIntervalSince(started), 60, "\(file) took too long")
+            if copy.ok {
+                imported += 1
+            } else {
+                XCTAssertTrue(copy.stderr.contains("Invalid argument"), "\(file): \(copy.stderr)")
+                refused += 1
+            }
+            XCTAssertTrue(mount.process?.isRunning == true, "the daemon died on \(file)")
+        }
+        XCTAssertGreaterThan(refused, 10)
+        XCTAssertGreaterThan(imported, 10)
+        // Their thumbnails: made, or absent; never a crash.
+        let thumbs = try Processes.shell("ls -l \(q(mount.path("Albums/Bad/.thumbnails")))", timeout: 600)
+        XCTAssertEqual(thumbs.status, 0, thumbs.stderr)
+        XCTAssertFalse(thumbs.stdout.contains("bomb.png.jpg"))
+        XCTAssertTrue(mount.process?.isRunning == true)
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+        // The command line reads the same files in-process: it ends normally too.
+        XCTAssertTrue(try Processes.albumfs("init", temp.sub("cli-lib")).ok)
+        let cli2 = try Processes.run(Processes.albumfs, ["import", temp.sub("cli-lib")] + files, timeout: 300)
+        XCTAssertTrue(cli2.status == 0 || cli2.status == 1, "albumfs import crashed: \(cli2.status) \(cli2.stderr)")
+    }
+
+    func testOddNames() throws {
+        let album = mount.path("Albums/Bad")
+        let gps = Samples.directory + "/photos/jpg/gps"
+        func run(_ command: String) throws -> Processes.Result { try Processes.shell("cd \(q(album)) && \(command)") }
+        XCTAssertTrue(try run("touch \"$(printf 'x\\377y.jpg')\" 2>&1").stdout.contains("Invalid or incomplete multibyte"))
+        XCTAssertTrue(try run("touch \(String(repeating: "n", count: 256)) 2>&1").stdout.contains("File name too long"))
+        // . and .. games: the kernel and the mount keep them what they are.
+        XCTAssertFalse(try run("mkdir . 2>&1").ok)
+        XCTAssertFalse(try run("mkdir .. 2>&1").ok)
+        XCTAssertFalse(try run("mv ../Bad ../Bad/inner 2>&1").ok)
+        XCTAssertFalse(try run("rmdir . 2>&1").ok)
+        XCTAssertTrue(try run("ls ../../Albums/Bad/../Bad").ok)
+        // Twins in case or Unicode normalization are one name: refused as duplicates.
+        XCTAssertTrue(try run("mkdir 'Caf\u{E9}'").ok)
+        XCTAssertTrue(try run("mkdir 'Cafe\u{301}' 2>&1").stdout.contains("File exists"))
+        XCTAssertTrue(try run("mkdir 'CAF\u{C9}' 2>&1").stdout.contains("File exists"))
+        XCTAssertTrue(try run("cp \(gps)/DSCN0010.jpg 'R\u{E9}sum\u{E9}.jpg'").ok)
+        let exclusive = "import os\ntry:\n  os.open('Re\u{301}sume\u{301}.jpg', os.O_CREAT | os.O_EXCL | os.O_WRONLY)\n  print('created')\nexcept FileExistsError:\n  print('exists')"
+        XCTAssertEqual(try Processes.run("python3", ["-c", exclusive], currentDirectory: album).stdout, "exists\n")
+        XCTAssertTrue(try run("ln 'R\u{E9}sum\u{E9}.jpg' 'r\u{E9}sum\u{E9}.JPG' 2>&1").stdout.contains("File exists"))
+        // Names with newlines, stars, colons and question marks work.
+        for name in ["new\nline.jpg", "star*.jpg", "colon:.jpg", "what?.jpg", "tab\there.jpg"] {
+            let copy = try Processes.run("cp", [gps + "/DSCN0012.jpg", album + "/" + name])
+            XCTAssertTrue(copy.ok, "\(name): \(copy.stderr)")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: album + "/" + name), name)
+        }
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+}

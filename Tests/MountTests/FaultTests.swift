@@ -1,0 +1,235 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// Faults (issue 8): the daemon killed at random moments, a full disk, blobs altered or
+/// removed or replaced by links by hand. Nothing that was reported done is lost, and
+/// `albumfs check` passes after every restart.
+final class FaultTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-fault")
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    func check(_ label: String) throws {
+        let result = try Processes.albumfs("check", lib)
+        XCTAssertEqual(result.status, 0, "\(label): \(result.stdout)")
+    }
+
+    /// Rounds of work on distinct objects, each step logged once it returned success; the
+    /// daemon is killed at a random moment in each round. After every restart each
+    /// logged step must show.
+    func testKillsDuringImportsRenamesTrashAndRestore() throws {
+        let photos = temp.sub("photos")
+        try FileManager.default.createDirectory(atPath: photos, withIntermediateDirectories: true)
+        let rounds = 14
+        for r in 0..<rounds {
+            for i in 0..<3 {
+                try MediaFactory.image(at: "\(photos)/P\(r)_\(i).jpg", width: 900, height: 600, exif: [
+                    "exif-ifd2-DateTimeOriginal": String(format: "2021:%02d:%02d 12:00:00", 1 + r % 12, 1 + i),
+                ])
+            }
+        }
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let log = temp.sub("done")
+        FileManager.default.createFile(atPath: log, contents: nil)
+        var generator = SystemRandomNumberGenerator()
+        for r in 0..<rounds {
+            let m = mount.mountpoint
+            let script = """
+                cd \(q(m)) || exit 1
+                mkdir Albums/R\(r) && echo "mkdir \(r)" >> \(q(log)) || exit 1
+                for i in 0 1 2; do cp \(q(photos))/P\(r)_$i.jpg Albums/R\(r)/ && echo "cp \(r) $i" >> \(q(log)) || exit 1; done
+                mv Albums/R\(r) Albums/R\(r)-done && echo "rename \(r)" >> \(q(log)) || exit 1
+                rm 'All Photos/P\(r)_0.jpg' && echo "trash \(r)" >> \(q(log)) || exit 1
+                mv 'Smart Albums/Recently Deleted/P\(r)_0.jpg' 'All Photos/' && echo "restore \(r)" >> \(q(log)) || exit 1
+                rm 'All Photos/P\(r)_1.jpg' && echo "trash1 \(r)" >> \(q(log)) || exit 1
+                """
+            let worker = Process()
+            worker.executableURL = URL(fileURLWithPath: "/bin/sh")
+            worker.arguments = ["-c", script]
+            worker.standardError = FileHandle.nullDevice
+            try worker.run()
+            usleep(UInt32.random(in: 10_000...250_000, using: &generator))
+            mount.crash()
+            worker.waitUntilExit()
+            try mount.start()
+            try check("round \(r)")
+            try verify(log: log, photos: photos)
+        }
+        // At least a few rounds got everywhere, and a few were cut short.
+        let steps = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        XCTAssertGreaterThan(steps.count, rounds)
+    }
+
+    /// Everything the log says was done is there.
+    func verify(log: String, photos: String) throws {
+        let steps = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        let library = try Library.open(at: lib, access: .reader)
+        var done: [Int: Set<String>] = [:]
+        var copied: [Int: Set<Int>] = [:]
+        for step in steps {
+            let r = Int(step[1])!
+            done[r, default: []].insert(step[0])
+            if step[0] == "cp" { copied[r, default: []].insert(Int(step[2])!) }
+        }
+        for (r, steps) in done {
+            let albumName = steps.contains("rename") ? "R\(r)-done" : "R\(r)"
+            guard let album = try library.album(path: [albumName]) else {
+                XCTFail("round \(r): album \(albumName) is missing after \(steps.sorted())")
+                continue
+            }
+            for i in copied[r] ?? [] {
+                let name = "P\(r)_\(i).jpg"
+                guard let asset = try library.asset(named: name) else {
+                    XCTFail("round \(r): \(name) was copied but is not in the library")
+                    continue
+                }
+                XCTAssertEqual(try library.memberships(ofAsset: asset.id).map(\.albumID), [album.id], name)
+                let trashed = (i == 0 && steps.contains("trash") && !steps.contains("restore")) || (i == 1 && steps.contains("trash1"))
+                XCTAssertEqual(asset.isTrashed, trashed, "round \(r): \(name) trashed after \(steps.sorted())")
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: library.blobs.path(for: asset.sha256)))
+                XCTAssertEqual(bytes, try Data(contentsOf: URL(fileURLWithPath: "\(photos)/\(name)")), name)
+            }
+        }
+    }
+
+    func testKillsDuringGC() throws {
+        // Photos trashed long ago (gc purges them) and photos that stay.
+        let library = try Library.open(at: lib, access: .exclusive)
+        var kept: [String] = [], purged: [String] = []
+        for i in 0..<24 {
+            let path = temp.sub("g\(i).jpg")
+            try MediaFactory.image(at: path, width: 400, height: 300, exif: ["exif-ifd2-DateTimeOriginal": "2020:01:01 10:00:\(String(format: "%02d", i))"])
+            let asset = try XCTUnwrap(try library.importFile(at: path, originalName: "g\(i).jpg", destination: .library).asset)
+            if i % 2 == 0 {
+                try library.trash(asset.id)
+                purged.append(asset.sha256)
+            } else {
+                kept.append(asset.sha256)
+            }
+        }
+        // Age the trash by 31 days through the library's own database.
+        XCTAssertTrue(try Processes.run("sqlite3", [lib + "/library.db", "UPDATE assets SET trashed_at = trashed_at - 31*86400 WHERE trashed_at IS NOT NULL"]).ok)
+        _ = consume library
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<8 {
+            let gc = Process()
+            gc.executableURL = URL(fileURLWithPath: Processes.albumfs)
+            gc.arguments = ["gc", lib]
+            gc.standardOutput = FileHandle.nullDevice
+            gc.standardError = FileHandle.nullDevice
+            try gc.run()
+            usleep(UInt32.random(in: 1_000...60_000, using: &generator))
+            kill(gc.processIdentifier, SIGKILL)
+            gc.waitUntilExit()
+            try check("gc round \(round)")
+            let after = try Library.open(at: lib, access: .reader)
+            for sha in kept {
+                XCTAssertEqual(try after.assets(withSHA256: sha).count, 1, "a photo that stays is never touched by gc")
+                XCTAssertTrue(after.blobs.exists(sha))
+            }
+        }
+        XCTAssertTrue(try Processes.albumfs("gc", lib).ok)
+        let final = try Library.open(at: lib, access: .reader)
+        for sha in purged { XCTAssertFalse(final.blobs.exists(sha)) }
+        XCTAssertEqual(try final.stats().assets, kept.count)
+    }
+
+    func testFullDiskIsENOSPCAndLosesNothing() throws {
+        // A library on a small filesystem of its own.
+        let small = temp.sub("small")
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        XCTAssertTrue(try Processes.run("mount", ["-t", "tmpfs", "-o", "size=40m,mode=0700", "tmpfs", small]).ok)
+        defer { _ = try? Processes.run("umount", ["-l", small]) }
+        let smallLib = small + "/lib"
+        XCTAssertTrue(try Processes.albumfs("init", smallLib).ok)
+        lib = smallLib
+        mount = try MountedLibrary(library: smallLib, temp: temp, name: "smallmnt")
+        let big = temp.sub("big")
+        try FileManager.default.createDirectory(atPath: big, withIntermediateDirectories: true)
+        for i in 0..<6 {
+            try MediaFactory.image(at: "\(big)/B\(i).jpg", width: 3000, height: 2000, exif: [:], quality: 95)
+        }
+        XCTAssertTrue(try Processes.shell("mkdir \(q(mount.path("Albums/Big")))").ok)
+        var copied: [String] = [], failed = false
+        for i in 0..<6 {
+            let result = try Processes.shell("cp \(q(big))/B\(i).jpg \(q(mount.path("Albums/Big")))/")
+            if result.ok { copied.append("B\(i).jpg") } else {
+                XCTAssertTrue(result.stderr.contains("No space left on device"), result.stderr)
+                failed = true
+                break
+            }
+        }
+        XCTAssertTrue(failed, "the disk filled up")
+        XCTAssertFalse(copied.isEmpty)
+        try check("full disk")
+        let listed = try Processes.shell("ls \(q(mount.path("Albums/Big")))").stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(listed, copied, "nothing half-imported")
+        // Space comes back (one photo deleted for good, gc): the library works again.
+        let gone = copied[0]
+        XCTAssertTrue(try Processes.shell("cd \(q(mount.mountpoint)) && rm Albums/Big/\(gone) && rm 'All Photos/\(gone)' && rm 'Smart Albums/Recently Deleted/\(gone)'").ok)
+        mount.unmount()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: smallLib + "/staging"), [], "the failed copy left nothing")
+        XCTAssertTrue(try Processes.albumfs("gc", smallLib).ok)
+        try mount.start()
+        let again = try Processes.shell("cp \(q(big))/B5.jpg \(q(mount.path("Albums/Big")))/")
+        XCTAssertTrue(again.ok, again.stderr)
+        try check("after freeing space")
+    }
+
+    func testAlteredRemovedOrLinkedBlobsFailWithEIOAndNothingElse() throws {
+        let gps = Samples.directory + "/photos/jpg/gps"
+        XCTAssertTrue(try Processes.albumfs("import", lib, "--album", "A", gps + "/DSCN0010.jpg", gps + "/DSCN0012.jpg",
+                                            gps + "/DSCN0021.jpg", gps + "/DSCN0025.jpg").ok)
+        let library = try Library.open(at: lib, access: .reader)
+        func blob(_ name: String) throws -> String { library.blobs.path(for: try XCTUnwrap(try library.asset(named: name)).sha256) }
+        let altered = try blob("DSCN0010.jpg"), removed = try blob("DSCN0012.jpg"), linked = try blob("DSCN0021.jpg")
+        chmod(altered, 0o600)
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: altered))
+        try handle.seek(toOffset: 5000)
+        handle.write(Data([1, 2, 3]))
+        try handle.close()
+        unlink(removed)
+        // A blob replaced by a link to a file outside the library, with the same bytes.
+        let outside = temp.sub("outside.jpg")
+        try FileManager.default.copyItem(atPath: gps + "/DSCN0021.jpg", toPath: outside)
+        unlink(linked)
+        symlink(outside, linked)
+
+        mount = try MountedLibrary(library: lib, temp: temp)
+        for name in ["DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"] {
+            let read = try Processes.shell("cat \(q(mount.path("Albums/A/" + name))) > /dev/null")
+            XCTAssertNotEqual(read.status, 0, name)
+            XCTAssertTrue(read.stderr.contains("Input/output error"), "\(name): \(read.stderr)")
+        }
+        XCTAssertTrue(try Processes.shell("cmp \(q(gps))/DSCN0025.jpg \(q(mount.path("Albums/A/DSCN0025.jpg")))").ok, "the others are fine")
+        XCTAssertTrue(try Processes.shell("ls -l \(q(mount.path("Albums/A")))").ok)
+        let log = mount.log
+        XCTAssertTrue(log.contains("DSCN0010.jpg") && log.contains("changed on disk"), log)
+        XCTAssertTrue(log.contains("DSCN0012.jpg"), log)
+        XCTAssertTrue(log.contains("symbolic link"), log)
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 1)
+        for name in ["DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"] {
+            XCTAssertTrue(check.stdout.contains(name), "check names \(name): \(check.stdout)")
+        }
+        XCTAssertFalse(check.stdout.contains("DSCN0025.jpg"))
+    }
+}

@@ -1,0 +1,202 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// Load (issue 8): 8 clients for a while mixing cp in, cat out, mv, rm, ln, mkdir,
+/// rmdir, setfattr, trash and restore and ls -lR across overlapping albums. Each client
+/// keeps a model of what its operations must have done; afterwards the library equals
+/// the models, and `albumfs check` passes.
+///
+/// `ALBUMFS_LOAD_SECONDS` sets how long (default 40); `ALBUMFS_BUILD_DIR` may point at a
+/// sanitizer build (mount-scripts/sanitizers).
+final class LoadTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-load")
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    static let shared = ["S0", "S1", "S2"]
+
+    /// What one client expects of the library.
+    struct Model {
+        struct AssetState {
+            var displayName: String
+            var entries: Set<String> = []     // "album/name"
+            var favorite = false
+            var trashed = false
+        }
+        var assets: [String: AssetState] = [:]   // by source photo name
+        var ownAlbums: Set<String> = []
+    }
+
+    final class Client: @unchecked Sendable {
+        let id: Int
+        let mountpoint: String
+        let photos: [String]           // source paths
+        var model = Model()
+        var random: SplitMix
+        var failures: [String] = []
+        var operations = 0
+
+        init(id: Int, mountpoint: String, photos: [String]) {
+            self.id = id
+            self.mountpoint = mountpoint
+            self.photos = photos
+            random = SplitMix(seed: UInt64(1000 + id))
+        }
+
+        func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[Int(random.next() % UInt64(items.count))] }
+
+        func sh(_ command: String) -> Bool {
+            let result = (try? Processes.shell("cd '\(mountpoint)' && \(command)", timeout: 120))
+            operations += 1
+            if result?.ok != true {
+                failures.append("client \(id): \(command): \(result?.stderr ?? "did not run")")
+                return false
+            }
+            return true
+        }
+
+        func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+        var albums: [String] { LoadTests.shared.map { "Albums/\($0)" } + model.ownAlbums.sorted().map { "Albums/\($0)" } }
+
+        func step(_ n: Int) {
+            let entries = model.assets.flatMap { photo, state in state.trashed ? [] : state.entries.map { (photo, $0) } }
+            switch random.next() % 10 {
+            case 0, 1: // cp in
+                guard let source = pick(photos), let album = pick(albums) else { return }
+                let photo = (source as NSString).lastPathComponent
+                let name = "c\(id)_\(n)_\(photo)"
+                if sh("cp \(q(source)) \(q(album + "/" + name))") {
+                    var state = model.assets[photo] ?? Model.AssetState(displayName: name)
+                    state.entries.insert("\(album)/\(name)")
+                    state.trashed = false
+                    model.assets[photo] = state
+                }
+            case 2: // cat out
+                guard let (photo, entry) = pick(entries) else { return }
+                _ = sh("cmp \(q(entry)) \(q(photos.first { $0.hasSuffix("/" + photo) }!))")
+            case 3: // mv within its album
+                guard let (photo, entry) = pick(entries) else { return }
+                let album = (entry as NSString).deletingLastPathComponent
+                let newName = "c\(id)_\(n)_mv.jpg"
+                if sh("mv \(q(entry)) \(q(album + "/" + newName))") {
+                    model.assets[photo]!.entries.remove(entry)
+                    model.assets[photo]!.entries.insert("\(album)/\(newName)")
+                }
+            case 4: // rm out of an album
+                guard let (photo, entry) = pick(entries) else { return }
+                if sh("rm \(q(entry))") { model.assets[photo]!.entries.remove(entry) }
+            case 5: // ln into another album
+                guard let (photo, entry) = pick(entries), let album = pick(albums) else { return }
+                let name = "c\(id)_\(n)_ln.jpg"
+                if sh("ln \(q(entry)) \(q(album + "/" + name))") { model.assets[photo]!.entries.insert("\(album)/\(name)") }
+            case 6: // mkdir, or rmdir of an own album that is empty
+                let empty = model.ownAlbums.filter { a in !model.assets.values.contains { $0.entries.contains { $0.hasPrefix("Albums/\(a)/") } } }
+                if let album = pick(empty.sorted()), random.next() % 2 == 0 {
+                    if sh("rmdir \(q("Albums/" + album))") { model.ownAlbums.remove(album) }
+                } else {
+                    let album = "C\(id)_D\(n)"
+                    if sh("mkdir \(q("Albums/" + album))") { model.ownAlbums.insert(album) }
+                }
+            case 7: // setfattr favorite
+                guard let (photo, entry) = pick(entries) else { return }
+                let on = random.next() % 2 == 0
+                if sh("setfattr -n user.albumfs.favorite -v \(on ? 1 : 0) \(q(entry))") { model.assets[photo]!.favorite = on }
+            case 8: // trash from All Photos, or restore
+                let trashed = model.assets.filter { $0.value.trashed }.map(\.key).sorted()
+                if let photo = pick(trashed), random.next() % 2 == 0 {
+                    let name = model.assets[photo]!.displayName
+                    if sh("mv \(q("Smart Albums/Recently Deleted/" + name)) 'All Photos/'") { model.assets[photo]!.trashed = false }
+                } else if let photo = pick(model.assets.filter { !$0.value.trashed }.map(\.key).sorted()) {
+                    if sh("rm \(q("All Photos/" + model.assets[photo]!.displayName))") { model.assets[photo]!.trashed = true }
+                }
+            default: // ls -lR; entries other clients remove meanwhile may vanish under it
+                let result = try? Processes.shell("cd '\(mountpoint)' && ls -lR . > /dev/null", timeout: 120)
+                operations += 1
+                let errors = (result?.stderr ?? "").split(separator: "\n").filter { !$0.contains("No such file or directory") }
+                if result == nil || (result?.ok != true && !errors.isEmpty) {
+                    failures.append("client \(id): ls -lR: \(result?.stderr ?? "did not run")")
+                }
+            }
+        }
+    }
+
+    func testEightClientsAgainstTheirModels() throws {
+        let seconds = Double(ProcessInfo.processInfo.environment["ALBUMFS_LOAD_SECONDS"] ?? "") ?? 40
+        XCTAssertTrue(try Processes.shell("mkdir " + Self.shared.map { "'\(mount.path("Albums/" + $0))'" }.joined(separator: " ")).ok)
+        var clients: [Client] = []
+        for c in 0..<8 {
+            var photos: [String] = []
+            for p in 0..<5 {
+                let path = temp.sub("src/c\(c)_p\(p).jpg")
+                try FileManager.default.createDirectory(atPath: temp.sub("src"), withIntermediateDirectories: true)
+                try MediaFactory.image(at: path, width: 160 + c, height: 120 + p, exif: [
+                    "exif-ifd2-DateTimeOriginal": String(format: "2022:%02d:%02d 08:00:00", c + 1, p + 1),
+                ])
+                photos.append(path)
+            }
+            clients.append(Client(id: c, mountpoint: mount.mountpoint, photos: photos))
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        let running = clients
+        DispatchQueue.concurrentPerform(iterations: running.count) { i in
+            var n = 0
+            while Date() < deadline {
+                running[i].step(n)
+                n += 1
+            }
+        }
+        for client in clients { for failure in client.failures { XCTFail(failure) } }
+        XCTAssertTrue(mount.process?.isRunning == true, "the daemon is up")
+        mount.unmount()
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+
+        // The library equals the clients' models.
+        let library = try Library.open(at: lib, access: .reader)
+        var expectedAlbums = Set(Self.shared)
+        for client in clients {
+            expectedAlbums.formUnion(client.model.ownAlbums)
+            for (photo, state) in client.model {
+                let source = try Data(contentsOf: URL(fileURLWithPath: client.photos.first { $0.hasSuffix("/" + photo) }!))
+                let sha = SHA256Digest.hex(of: source)
+                guard let asset = try library.assets(withSHA256: sha).first else {
+                    XCTFail("client \(client.id): \(photo) is not in the library")
+                    continue
+                }
+                XCTAssertEqual(asset.name, state.displayName, "\(photo) display name")
+                XCTAssertEqual(asset.isTrashed, state.trashed, "\(photo) trashed")
+                XCTAssertEqual(asset.favorite, state.favorite, "\(photo) favorite")
+                var entries = Set<String>()
+                for membership in try library.memberships(ofAsset: asset.id) {
+                    entries.insert("Albums/" + (try library.albumPath(id: membership.albumID)).joined(separator: "/") + "/" + membership.name)
+                }
+                XCTAssertEqual(entries, state.entries, "client \(client.id): \(photo) memberships")
+            }
+        }
+        XCTAssertEqual(Set(try library.allAlbums().map(\.name)), expectedAlbums)
+        let operations = clients.reduce(0) { $0 + $1.operations }
+        XCTAssertGreaterThan(operations, 100)
+        print("load: \(operations) operations by 8 clients in \(Int(seconds)) s")
+    }
+}
+
+extension LoadTests.Model: Sequence {
+    func makeIterator() -> Dictionary<String, AssetState>.Iterator { assets.makeIterator() }
+}

@@ -1,0 +1,99 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// Who may do what (issue 8), checked with a second, unprivileged user (nobody, through
+/// setpriv): without allow_other nobody gets in; with allow_other and
+/// default_permissions the modes, owners and umask hold; -o ro refuses every change.
+final class PermissionTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+    let gps = Samples.directory + "/photos/jpg/gps"
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-perm")
+        // nobody must be able to reach the mountpoint's folder.
+        chmod(temp.path, 0o755)
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        XCTAssertTrue(try Processes.albumfs("import", lib, "--album", "A", gps + "/DSCN0010.jpg").ok)
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    /// A command as nobody (uid and gid 65534, no groups).
+    func asNobody(_ command: String) throws -> Processes.Result {
+        try Processes.run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", command])
+    }
+
+    func testWithoutAllowOtherNobodyElseGetsIn() throws {
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let result = try asNobody("ls \(q(mount.mountpoint)) 2>&1")
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stdout.contains("Permission denied"), result.stdout)
+    }
+
+    func testDefaultPermissionsEnforceModesOwnersAndUmask() throws {
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "default_permissions"])
+        let m = mount.mountpoint
+        // Owned by root, 0755 and 0644: nobody reads, and cannot change anything.
+        XCTAssertTrue(try asNobody("cat \(q(m))/Albums/A/DSCN0010.jpg > /dev/null").ok)
+        XCTAssertTrue(try asNobody("cp \(q(gps))/DSCN0012.jpg \(q(m))/Albums/A/ 2>&1").stdout.contains("Permission denied"))
+        XCTAssertTrue(try asNobody("rm -f \(q(m))/Albums/A/DSCN0010.jpg 2>&1").stdout.contains("Permission denied"))
+        XCTAssertTrue(try asNobody("mkdir \(q(m))/Albums/B 2>&1").stdout.contains("Permission denied"))
+        XCTAssertTrue(try asNobody("setfattr -n user.xdg.comment -v x \(q(m))/Albums/A/DSCN0010.jpg 2>&1").stdout.contains("Permission denied"))
+        mount.unmount()
+
+        // Owned by nobody (uid=, gid=): nobody may change things.
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "default_permissions", "uid=65534", "gid=65534"])
+        let copy = try asNobody("cp \(q(gps))/DSCN0012.jpg \(q(m))/Albums/A/ && mkdir \(q(m))/Albums/B && echo ok")
+        XCTAssertEqual(copy.stdout, "ok\n", copy.stderr)
+        XCTAssertEqual(try Processes.shell("stat -c '%u %g' \(q(m))/Albums/A/DSCN0012.jpg").stdout, "65534 65534\n")
+        mount.unmount()
+
+        // umask=077: others see nothing.
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "default_permissions", "umask=077"])
+        XCTAssertTrue(try asNobody("ls \(q(m))/Albums 2>&1").stdout.contains("Permission denied"))
+        XCTAssertTrue(try Processes.shell("ls \(q(m))/Albums").ok, "the owner still does")
+    }
+
+    func testReadOnlyRefusesEveryChange() throws {
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["ro"])
+        let m = mount.mountpoint
+        let commands = [
+            "cp \(q(gps))/DSCN0012.jpg \(q(m))/Albums/A/", "mkdir \(q(m))/Albums/B", "rm \(q(m))/Albums/A/DSCN0010.jpg",
+            "mv \(q(m))/Albums/A/DSCN0010.jpg \(q(m))/Albums/A/x.jpg", "ln \(q(m))/Albums/A/DSCN0010.jpg \(q(m))/Albums/A/y.jpg",
+            "touch \(q(m))/Albums/A/DSCN0010.jpg", "setfattr -n user.albumfs.favorite -v 1 \(q(m))/Albums/A/DSCN0010.jpg",
+            "rmdir \(q(m))/Albums/A", "sh -c 'echo x >> \(m)/Albums/A/DSCN0010.jpg'", "touch \(q(m))/Albums/A/.DS_Store",
+        ]
+        for command in commands {
+            let result = try Processes.shell("\(command) 2>&1")
+            XCTAssertNotEqual(result.status, 0, command)
+            XCTAssertTrue(result.stdout.contains("Read-only file system"), "\(command): \(result.stdout)")
+        }
+        XCTAssertTrue(try Processes.shell("cmp \(q(gps))/DSCN0010.jpg \(q(m))/Albums/A/DSCN0010.jpg").ok)
+    }
+
+    func testTheLibraryIsPrivate() throws {
+        mount = try MountedLibrary(library: lib, temp: temp)
+        XCTAssertTrue(try Processes.shell("cp \(q(gps))/DSCN0021.jpg \(q(mount.path("Albums/A")))/ && printf x > \(q(mount.path("Albums/A/.DS_Store"))) && ls \(q(mount.path("Albums/A/.thumbnails"))) > /dev/null").ok)
+        let modes = try Processes.shell("cd \(q(lib)) && find . -printf '%m %y %p\\n'").stdout.split(separator: "\n")
+        for line in modes {
+            let fields = line.split(separator: " ", maxSplits: 2)
+            let mode = Int(fields[0], radix: 8)!, kind = fields[1], path = fields[2]
+            XCTAssertEqual(mode & 0o077, 0, "\(path) is open to others: \(fields[0])")
+            if kind == "d" { XCTAssertEqual(mode, 0o700, String(path)) }
+        }
+        XCTAssertTrue(try asNobody("ls \(q(lib)) 2>&1").stdout.contains("Permission denied"))
+    }
+}
