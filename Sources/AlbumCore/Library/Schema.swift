@@ -149,6 +149,12 @@ enum Schema {
         """
         ALTER TABLE blobs ADD COLUMN mtime_ns INTEGER;
         """,
+        // 4: folders list their albums and their scratch files in id order, a page at a
+        // time: these make each page an index seek instead of a sort of the folder.
+        """
+        CREATE INDEX albums_children ON albums(parent_id, id);
+        CREATE INDEX scratch_children ON scratch(dir_ino, id);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -69,7 +69,18 @@ public final class Connection: @unchecked Sendable {
         }
         let statement = try Statement(connection: self, sql: sql)
         cache[sql] = statement
+        PreparedSQL.note(sql)
         return statement
+    }
+
+    /// SQLite's plan for `sql`, one line per step ("SEARCH a USING INDEX ...").
+    public func queryPlan(_ sql: String) throws -> [String] {
+        let explain = try Statement(connection: self, sql: "EXPLAIN QUERY PLAN " + sql)
+        var lines: [String] = []
+        while try explain.step() {
+            lines.append(Row(statement: explain).text(3))
+        }
+        return lines
     }
 
     /// Runs a statement that returns no rows.
@@ -131,5 +142,25 @@ public final class Connection: @unchecked Sendable {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+}
+
+/// The SQL texts connections prepare, recorded while `recording` runs: the query-plan
+/// test records what browsing asks of SQLite and checks every plan. Off otherwise (one
+/// atomic load per new statement, and statements are prepared once per connection).
+public enum PreparedSQL {
+    private static let texts = Locked<Set<String>?>(nil)
+
+    static func note(_ sql: String) {
+        texts.withLock { $0?.insert(sql) }
+    }
+
+    /// Runs `body` and returns the SQL prepared during it (new statements only: a
+    /// statement already cached by a connection is not prepared again).
+    public static func recording(_ body: () throws -> Void) rethrows -> Set<String> {
+        texts.withLock { $0 = [] }
+        defer { texts.withLock { $0 = nil } }
+        try body()
+        return texts.withLock { $0 ?? [] }
     }
 }
