@@ -34,6 +34,13 @@ public struct MountOptions: Sendable {
     /// How long the kernel may cache names and attributes. Every change made through
     /// the mount invalidates what it touches, so this can be long.
     public var cacheSeconds: Double = 3600
+    /// FUSE passthrough for read-only opens, when the kernel offers it: reads at the
+    /// speed of the blob itself, but a photo open for reading cannot be replaced until
+    /// it is closed (ETXTBSY). Default: on for read-only mounts, where nothing can be
+    /// replaced anyway; off otherwise (`-o passthrough` / `-o nopassthrough`).
+    public var passthrough: Bool?
+
+    public var usesPassthrough: Bool { passthrough ?? readOnly }
 
     public init() {}
 }

@@ -36,23 +36,142 @@ final class OpenFile: @unchecked Sendable {
     }
 }
 
-/// Open files by handle number (the `fh` the kernel passes back).
-final class HandleTable: Sendable {
-    private let table = Locked<(next: UInt64, files: [UInt64: OpenFile])>((1, [:]))
+/// How the kernel serves an open file's reads: from the FUSE inode's page cache filled
+/// by READ requests (`cached`), or straight from a backing file that the kernel reads
+/// itself (`passthrough`: FUSE passthrough, no request at all).
+///
+/// The kernel keeps an inode in one mode at a time: while it is open in passthrough,
+/// every other open of it must be passthrough with the same backing file, or the open
+/// fails with EIO. So a photo open in passthrough cannot be written or replaced until
+/// it is closed (ETXTBSY, see `refuseChangeWhileReadInPassthrough`), and its readers
+/// all share one backing id.
+public enum IOMode: Sendable, Equatable {
+    case cached
+    case passthrough(backingID: Int32)
+}
 
-    func add(_ file: OpenFile) -> UInt64 {
-        table.withLock { state in
+/// Registers descriptors as passthrough backing files with the kernel (the bridge does
+/// it with ioctls on /dev/fuse).
+public protocol BackingFiles: Sendable {
+    /// The backing id of `fd`, or nil when the kernel refuses it.
+    func register(fd: Int32) -> Int32?
+    func unregister(_ id: Int32)
+}
+
+/// Open files by handle number (the `fh` the kernel passes back), and the I/O mode of
+/// every inode with open files.
+final class HandleTable: Sendable {
+    private struct Passthrough {
+        let backingID: Int32
+        /// The backing file (st_dev, st_ino): opens of the same blob share its id.
+        let file: FileKey
+        var handles: Int
+    }
+
+    private struct InodeIO {
+        var cachedHandles = 0
+        var passthrough: Passthrough?
+        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil }
+    }
+
+    struct FileKey: Equatable {
+        let device: UInt64
+        let inode: UInt64
+
+        init?(fd: Int32) {
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { return nil }
+            device = UInt64(st.st_dev)
+            inode = UInt64(st.st_ino)
+        }
+    }
+
+    private struct State {
+        var next: UInt64 = 1
+        var files: [UInt64: OpenFile] = [:]
+        var modes: [UInt64: IOMode] = [:]
+        var inodes: [UInt64: InodeIO] = [:]
+    }
+
+    private let table = Locked(State())
+    private let backing = Locked<(any BackingFiles)?>(nil)
+
+    func enablePassthrough(_ files: any BackingFiles) { backing.withLock { $0 = files } }
+
+    var passthroughEnabled: Bool { backing.withLock { $0 != nil } }
+
+    /// Whether `ino` is open in passthrough now.
+    func inPassthrough(_ ino: UInt64) -> Bool { table.withLock { $0.inodes[ino]?.passthrough != nil } }
+
+    /// Adds an open file. Read-only opens go to passthrough when it is on and the inode
+    /// has no cached opens; everything else is cached. Throws EBUSY for a read-only open
+    /// of another blob than the one the inode is open in passthrough with (its photo got
+    /// a new version in between, which the guards make a race of microseconds).
+    func add(_ file: OpenFile) throws -> UInt64 {
+        let backingFiles = backing.withLock { $0 }
+        return try table.withLock { state in
+            var io = state.inodes[file.ino] ?? InodeIO()
+            let mode: IOMode
+            if let backingFiles, case .readOnly(let fd) = file.state, io.cachedHandles == 0, let key = FileKey(fd: fd) {
+                if var current = io.passthrough {
+                    guard current.file == key else {
+                        throw FSError(EBUSY, "inode \(file.ino) changed while an older version is open for reading; open it again once that is closed")
+                    }
+                    current.handles += 1
+                    io.passthrough = current
+                    mode = .passthrough(backingID: current.backingID)
+                } else if let id = backingFiles.register(fd: fd) {
+                    io.passthrough = Passthrough(backingID: id, file: key, handles: 1)
+                    mode = .passthrough(backingID: id)
+                } else {
+                    io.cachedHandles += 1
+                    mode = .cached
+                }
+            } else {
+                // Open in passthrough meanwhile (a race with the guards): the kernel
+                // refuses this open with EIO.
+                io.cachedHandles += 1
+                mode = .cached
+            }
             let handle = state.next
             state.next += 1
             state.files[handle] = file
+            state.modes[handle] = mode
+            state.inodes[file.ino] = io
             return handle
         }
     }
 
     func get(_ handle: UInt64) -> OpenFile? { table.withLock { $0.files[handle] } }
 
+    func mode(_ handle: UInt64) -> IOMode { table.withLock { $0.modes[handle] ?? .cached } }
+
     @discardableResult
-    func remove(_ handle: UInt64) -> OpenFile? { table.withLock { $0.files.removeValue(forKey: handle) } }
+    func remove(_ handle: UInt64) -> OpenFile? {
+        let backingFiles = backing.withLock { $0 }
+        return table.withLock { state in
+            guard let file = state.files.removeValue(forKey: handle) else { return nil }
+            let mode = state.modes.removeValue(forKey: handle) ?? .cached
+            var io = state.inodes[file.ino] ?? InodeIO()
+            switch mode {
+            case .cached: io.cachedHandles -= 1
+            case .passthrough:
+                if var current = io.passthrough {
+                    current.handles -= 1
+                    if current.handles > 0 {
+                        io.passthrough = current
+                    } else {
+                        // The kernel holds its own reference for as long as it needs
+                        // one; the id is only for opens still to come.
+                        backingFiles?.unregister(current.backingID)
+                        io.passthrough = nil
+                    }
+                }
+            }
+            state.inodes[file.ino] = io.isEmpty ? nil : io
+            return file
+        }
+    }
 
     var count: Int { table.withLock { $0.files.count } }
 }
@@ -91,7 +210,7 @@ extension FileSystem {
             case .asset(let asset):
                 if writing { return try openForWriting(asset, ino: ino, flags: flags) }
                 let fd = try library.openBlob(of: asset)
-                return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
+                return Opened(handle: try handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
             case .scratch(let file):
                 if writing { try checkWritable() }
                 let fd: Int32
@@ -100,7 +219,7 @@ extension FileSystem {
                 } catch {
                     throw FSError(EIO, "scratch file \(file.name) cannot be opened: \(error)")
                 }
-                return Opened(handle: handles.add(OpenFile(ino: ino, state: .scratch(fd: fd, id: file.id))), keepCache: false)
+                return Opened(handle: try handles.add(OpenFile(ino: ino, state: .scratch(fd: fd, id: file.id))), keepCache: false)
             }
         case .thumbnail(let asset):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
@@ -111,9 +230,26 @@ extension FileSystem {
             } catch {
                 throw FSError(EIO, "thumbnail \(file.path) cannot be opened: \(error)")
             }
-            return Opened(handle: handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
+            return Opened(handle: try handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
+        }
+    }
+
+    /// How the kernel is to serve the reads of an open handle (see `IOMode`).
+    public func ioMode(of handle: UInt64) -> IOMode { handles.mode(handle) }
+
+    /// Turns on FUSE passthrough for read-only opens of assets and thumbnails, once the
+    /// kernel has agreed to it at INIT.
+    public func enablePassthrough(_ files: any BackingFiles) { handles.enablePassthrough(files) }
+
+    public var passthroughEnabled: Bool { handles.passthroughEnabled }
+
+    /// A photo open for reading in passthrough cannot change until it is closed: the
+    /// kernel would refuse every open of the new version (see `IOMode`).
+    func refuseChangeWhileReadInPassthrough(_ ino: UInt64, _ name: @autoclosure () -> String) throws {
+        if handles.inPassthrough(ino) {
+            throw FSError(ETXTBSY, "\(name()) is open for reading (passthrough); it can be replaced once it is closed")
         }
     }
 

@@ -22,6 +22,9 @@ extension FileSystem {
         if target != nil && flags & Self.renameNoReplace != 0 {
             throw FSError(EEXIST, "\(newName) exists", logged: false)
         }
+        if case .asset(let existing)? = target {
+            try refuseChangeWhileReadInPassthrough(UInt64(existing.id), newName)
+        }
         switch source {
         case .thumbnail, .virtualFolder:
             throw FSError.notPermitted("cannot move \(name): it is a fixed folder of the library")

@@ -51,7 +51,7 @@ extension FileSystem {
         afterChange(folders: [parent], entries: [(parent, name)])
         let attributes = writerAttributes(writer)
         guard open else { return (attributes, nil) }
-        let handle = handles.add(OpenFile(ino: UInt64(id), state: .writer(writer)))
+        let handle = try handles.add(OpenFile(ino: UInt64(id), state: .writer(writer)))
         return (attributes, Opened(handle: handle, keepCache: false))
     }
 
@@ -89,6 +89,7 @@ extension FileSystem {
         if let asset, asset.isTrashed {
             throw FSError.notPermitted("\(asset.name) is in Recently Deleted: restore it before changing it")
         }
+        try refuseChangeWhileReadInPassthrough(ino, asset?.name ?? "inode \(ino)")
         let writer: Writer
         if let existing = writers.get(ino) {
             writer = existing
@@ -112,7 +113,7 @@ extension FileSystem {
                 writer.touched()
             }
         }
-        return Opened(handle: handles.add(OpenFile(ino: ino, state: .writer(writer))), keepCache: false)
+        return Opened(handle: try handles.add(OpenFile(ino: ino, state: .writer(writer))), keepCache: false)
     }
 
     /// Copies an asset's blob into a staging file (reflink or in-kernel copy when the

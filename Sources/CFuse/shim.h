@@ -13,6 +13,10 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <string.h>
 
 // ---- What Swift cannot reach directly: macros, bitfields, and C structs built with
 // initializer macros.
@@ -68,6 +72,107 @@ static inline void shim_configure_conn(struct fuse_conn_info *conn, unsigned max
     if (max_write) conn->max_write = max_write;
     if (max_readahead && max_readahead < conn->max_readahead) conn->max_readahead = max_readahead;
     conn->time_gran = 1;
+}
+
+// ---- FUSE passthrough (kernel 6.9+): the kernel reads a file's backing file itself,
+// page cache included, and the daemon sees no READ. libfuse 3.14 predates it: its INIT
+// reply cannot ask for it and its open reply cannot carry a backing id, so these do
+// both by hand. The constants and layouts are the kernel's (include/uapi/linux/fuse.h,
+// protocol 7.40); Debian 12's linux-libc-dev is older than they are.
+
+#define ALBUMFS_FUSE_INIT_EXT (1u << 30)
+#define ALBUMFS_FUSE_PASSTHROUGH_FLAGS2 (1u << 5)   // FUSE_PASSTHROUGH, bit 37 of the 64 flags
+#define ALBUMFS_FOPEN_DIRECT_IO (1u << 0)
+#define ALBUMFS_FOPEN_NOFLUSH (1u << 5)
+#define ALBUMFS_FOPEN_PASSTHROUGH (1u << 7)
+
+struct albumfs_backing_map { int32_t fd; uint32_t flags; uint64_t padding; };
+#define ALBUMFS_DEV_IOC_BACKING_OPEN _IOW(229, 1, struct albumfs_backing_map)
+#define ALBUMFS_DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
+
+// Answers the kernel's INIT before the loop starts. libfuse handles the request as it
+// always does (its state, our init callback) while its reply is diverted into a pipe;
+// the reply then goes to the kernel with FUSE_PASSTHROUGH added when `want` is set and
+// the kernel offered it. Returns 1 when passthrough was asked for, 0 when not, -1 on
+// error (errno set). Runs before any worker thread exists: nothing else uses the fd.
+static inline int shim_answer_init(struct fuse_session *se, int want) {
+    int fd = fuse_session_fd(se);
+    size_t size = 1 << 17;
+    char *in = malloc(size);
+    if (!in) return -1;
+    ssize_t n;
+    do { n = read(fd, in, size); } while (n < 0 && errno == EINTR);
+    // fuse_in_header (40 bytes), then fuse_init_in: major, minor, max_readahead, flags, flags2
+    if (n < 40 + 16 || *(uint32_t *)(in + 4) != 26 /* FUSE_INIT */) {
+        free(in);
+        errno = n < 0 ? errno : EPROTO;
+        return -1;
+    }
+    const uint32_t *init_in = (const uint32_t *)(in + 40);
+    uint32_t in_flags = init_in[3];
+    uint32_t in_flags2 = (n >= 40 + 20 && (in_flags & ALBUMFS_FUSE_INIT_EXT)) ? init_in[4] : 0;
+    int passthrough = want && init_in[1] >= 40 && (in_flags2 & ALBUMFS_FUSE_PASSTHROUGH_FLAGS2);
+
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) { free(in); return -1; }
+    int saved = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (saved < 0 || dup3(pipefd[1], fd, O_CLOEXEC) < 0) {
+        int e = errno;
+        if (saved >= 0) close(saved);
+        close(pipefd[0]); close(pipefd[1]); free(in);
+        errno = e;
+        return -1;
+    }
+    struct fuse_buf buf;
+    memset(&buf, 0, sizeof buf);
+    buf.size = (size_t)n;
+    buf.mem = in;
+    fuse_session_process_buf(se, &buf);
+    dup3(saved, fd, O_CLOEXEC);
+    close(saved);
+    close(pipefd[1]);
+    free(in);
+
+    // fuse_out_header (16 bytes), then fuse_init_out: flags at 12, flags2 at 32,
+    // max_stack_depth at 36.
+    char out[512];
+    ssize_t m;
+    do { m = read(pipefd[0], out, sizeof out); } while (m < 0 && errno == EINTR);
+    close(pipefd[0]);
+    if (m < 16) { errno = EPROTO; return -1; }
+    int32_t error = *(int32_t *)(out + 4);
+    if (passthrough && (error != 0 || m < 16 + 40)) passthrough = 0;
+    if (passthrough) {
+        *(uint32_t *)(out + 16 + 12) |= ALBUMFS_FUSE_INIT_EXT;
+        *(uint32_t *)(out + 16 + 32) |= ALBUMFS_FUSE_PASSTHROUGH_FLAGS2;
+        // Backing files must be on a filesystem that stacks on nothing (ext4, xfs, ...).
+        *(uint32_t *)(out + 16 + 36) = 1;
+    }
+    ssize_t w;
+    do { w = write(fd, out, (size_t)m); } while (w < 0 && errno == EINTR);
+    if (w != m) return -1;
+    return passthrough;
+}
+
+// Registers `file` as a backing file; returns its id (> 0), or -1 with errno.
+static inline int shim_backing_open(struct fuse_session *se, int file) {
+    struct albumfs_backing_map map = { file, 0, 0 };
+    return ioctl(fuse_session_fd(se), ALBUMFS_DEV_IOC_BACKING_OPEN, &map);
+}
+
+static inline int shim_backing_close(struct fuse_session *se, int32_t id) {
+    uint32_t value = (uint32_t)id;
+    return ioctl(fuse_session_fd(se), ALBUMFS_DEV_IOC_BACKING_CLOSE, &value);
+}
+
+// An open reply whose reads the kernel serves from backing file `backing_id`.
+static inline int shim_reply_open_passthrough(fuse_req_t req, uint64_t fh, int32_t backing_id, int noflush) {
+    struct { uint64_t fh; uint32_t open_flags; int32_t backing_id; } out;
+    out.fh = fh;
+    out.open_flags = ALBUMFS_FOPEN_PASSTHROUGH | (noflush ? ALBUMFS_FOPEN_NOFLUSH : 0);
+    out.backing_id = backing_id;
+    struct iovec iov = { &out, sizeof out };
+    return fuse_reply_iov(req, &iov, 1);
 }
 
 // prctl is variadic: the daemon of a test gets `sig` when its parent goes.

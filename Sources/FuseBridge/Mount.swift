@@ -105,7 +105,23 @@ public enum FuseMount {
             fuse_session_unmount(session)
             throw MountError("cannot install signal handlers")
         }
-        Log.info("mounted \(request.library) on \(request.mountpoint)")
+        // With passthrough wanted, INIT is answered here rather than by the loop, so
+        // that FUSE passthrough can be asked for (see shim_answer_init): read-only opens
+        // of photos are then read by the kernel from the blob itself.
+        let passthrough = request.options.usesPassthrough ? shim_answer_init(session, 1) : 0
+        guard passthrough >= 0 else {
+            let reason = String(cString: strerror(errno))
+            Log.error("the kernel's INIT could not be answered: \(reason)")
+            fuse_remove_signal_handlers(session)
+            fuse_session_unmount(session)
+            throw MountError("cannot start the FUSE session: INIT failed (\(reason))")
+        }
+        if passthrough == 1 {
+            fs.enablePassthrough(SessionBackingFiles(session: session))
+        } else if request.options.passthrough == true {
+            Log.warning("passthrough asked for, but this kernel does not offer FUSE passthrough; reads go through the daemon")
+        }
+        Log.info("mounted \(request.library) on \(request.mountpoint)" + (passthrough == 1 ? " (reads in passthrough)" : ""))
         let rc = shim_loop_mt(session, 1, 8, 16)
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
@@ -178,4 +194,31 @@ func withCStrings<R>(_ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMu
     pointers.append(nil)
     defer { for p in pointers { free(p) } }
     return pointers.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+}
+
+/// Backing files registered on the session's /dev/fuse descriptor. The kernel refuses
+/// them without CAP_SYS_ADMIN: a mount by an ordinary user reads through the daemon.
+final class SessionBackingFiles: BackingFiles, @unchecked Sendable {
+    let session: OpaquePointer
+    private let refusedOnce = Locked(false)
+
+    init(session: OpaquePointer) { self.session = session }
+
+    func register(fd: Int32) -> Int32? {
+        let id = shim_backing_open(session, fd)
+        if id > 0 { return id }
+        let reason = String(cString: strerror(errno))
+        let first = refusedOnce.withLock { seen -> Bool in
+            defer { seen = true }
+            return !seen
+        }
+        if first { Log.warning("FUSE passthrough refused by the kernel (\(reason)); reads go through the daemon") }
+        return nil
+    }
+
+    func unregister(_ id: Int32) {
+        if shim_backing_close(session, id) != 0 {
+            Log.warning("closing passthrough backing file \(id): \(String(cString: strerror(errno)))")
+        }
+    }
 }

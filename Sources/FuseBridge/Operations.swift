@@ -29,9 +29,16 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         let b = Bridge.from(req)
         b.handle(req, "open \(ino)") {
             let opened = try b.fs.open(ino, flags: shim_fi_flags(fi))
-            shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
-            shim_fi_set_noflush(fi, opened.readOnly ? 1 : 0)
-            if fuse_reply_open(req, fi) != 0 { b.fs.release(handle: opened.handle) }
+            let rc: Int32
+            switch b.fs.ioMode(of: opened.handle) {
+            case .passthrough(let backingID):
+                rc = shim_reply_open_passthrough(req, opened.handle, backingID, opened.readOnly ? 1 : 0)
+            case .cached:
+                shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
+                shim_fi_set_noflush(fi, opened.readOnly ? 1 : 0)
+                rc = fuse_reply_open(req, fi)
+            }
+            if rc != 0 { b.fs.release(handle: opened.handle) }
         }
     }
     ops.read = { req, ino, size, offset, fi in

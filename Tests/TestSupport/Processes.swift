@@ -99,3 +99,8 @@ public enum Processes {
     }
 }
 
+
+extension String {
+    /// The string as one word for `sh`, in single quotes.
+    public var shellQuoted: String { "'" + replacingOccurrences(of: "'", with: "'\\''") + "'" }
+}

@@ -23,6 +23,11 @@ enum MountCommand {
                   uid=N, gid=N          owner of every file and folder (default: yours)
                   umask=NNN             octal bits taken away from every mode (default 022)
                   thumbnail_size=N      longest side of .thumbnails/ images (default 256)
+                  passthrough           the kernel reads photos from the library itself (FUSE
+                                        passthrough, root only): reads as fast as the disk, but
+                                        a photo open for reading cannot be replaced (ETXTBSY)
+                                        until it is closed; the default with ro
+                  nopassthrough         reads through the daemon's page cache; the default
                   log=PATH              log to PATH instead of syslog (or stderr with -f)
                   and mount(8)'s usual ones (nosuid, nodev, noexec, noatime, ...).
 
@@ -80,6 +85,8 @@ enum MountCommand {
                 throw CommandError.usage("thumbnail_size must be between 16 and 4096", command: "mount")
             }
             request.options.thumbnailSize = Int(size)
+        case "nopassthrough": request.options.passthrough = false
+        case "passthrough": request.options.passthrough = true
         case "log":
             guard let value, !value.isEmpty else { throw CommandError.usage("log= needs a path", command: "mount") }
             request.logPath = absolutePath(value)
