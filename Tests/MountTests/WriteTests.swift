@@ -239,6 +239,35 @@ final class WriteTests: XCTestCase {
         try sh("rm Albums/A/.DS_Store Albums/A/Thumbs.db Albums/A/._IMG.jpg 'Albums/A/~$doc.docx' && rmdir Albums/A")
     }
 
+    /// flock and fcntl byte-range locks are kept by the kernel, between the processes
+    /// of this machine (Samba and NFS servers lock through them).
+    func testFlockAndFcntlLocksHoldBetweenProcesses() throws {
+        try sh("mkdir Albums/L && cp \(q(gps))/DSCN0010.jpg Albums/L/IMG.jpg")
+        // Held by one process, refused to another without waiting; free once released.
+        try sh("flock -x Albums/L/IMG.jpg -c 'flock -n -s Albums/L/IMG.jpg true'", status: 1)
+        try sh("flock -x Albums/L/IMG.jpg true && flock -n -x Albums/L/IMG.jpg true")
+        let script = """
+            import fcntl, os, sys
+            p = sys.argv[1]
+            a = open(p, 'rb')
+            fcntl.lockf(a, fcntl.LOCK_SH, 100, 0)
+            if os.fork() == 0:
+                b = open(p, 'r+b')
+                try:
+                    fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 100, 0)
+                    os._exit(1)          # the range is held by the parent
+                except OSError:
+                    pass
+                fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 100, 200)  # another range is free
+                os._exit(0)
+            _, status = os.wait()
+            sys.exit(os.waitstatus_to_exitcode(status))
+            """
+        let result = try Processes.run("python3", ["-c", script, m + "/Albums/L/IMG.jpg"])
+        XCTAssertTrue(result.ok, result.stderr)
+        try sh("cmp \(q(gps))/DSCN0010.jpg Albums/L/IMG.jpg")
+    }
+
     func testMknodMakesARegularFileThatIsImportedAtClose() throws {
         try sh("mkdir Albums/N")
         let script = "import os, stat, shutil; p='\(m)/Albums/N/made.jpg'; os.mknod(p, 0o644 | stat.S_IFREG); shutil.copyfile('\(gps)/DSCN0010.jpg', p)"
