@@ -32,8 +32,7 @@ public final class FileSystem: Sendable {
         self.thumbnails = ThumbnailCache(paths: library.paths, maker: thumbnailMaker)
         self.backgroundThumbnails = ThumbnailCache(paths: library.paths, maker: backgroundThumbnailMaker ?? thumbnailMaker)
         var st = stat()
-        let start = stat(library.paths.database, &st) == 0
-            ? Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec) : nowNanoseconds()
+        let start = stat(library.paths.database, &st) == 0 ? st.st_mtim.nanoseconds : nowNanoseconds()
         changedNs = Locked(start)
     }
 
@@ -127,10 +126,8 @@ public final class FileSystem: Sendable {
             guard let object = try object(id) else { throw FSError.noEntry("inode \(id)") }
             return try attributes(of: object, ino: node.ino)
         case .thumbnail(let id):
-            guard let asset = try library.asset(id: id), let file = thumbnail(of: asset) else {
-                throw FSError.noEntry("thumbnail of \(id)")
-            }
-            return thumbnailAttributes(asset, file)
+            guard let file = try thumbnailFile(asset: id) else { throw FSError.noEntry("thumbnail of \(id)") }
+            return thumbnailAttributes(id, file)
         case .year, .month, .day, .thumbnails:
             guard try exists(node) else { throw FSError.noEntry("inode \(node.ino)") }
             return virtualFolderAttributes(node)
@@ -163,8 +160,8 @@ public final class FileSystem: Sendable {
             throw FSError(EIO, "scratch file \(file.name) (\(file.id)) has lost its bytes (or is a link)")
         }
         var a = fileAttributes(ino: UInt64(file.id), permissions: file.mode & 0o7777, size: Int64(st.st_size),
-                               mtimeNs: Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec),
-                               ctimeNs: max(file.changedNs, Int64(st.st_ctim.tv_sec) * nanosecondsPerSecond + Int64(st.st_ctim.tv_nsec)))
+                               mtimeNs: st.st_mtim.nanoseconds,
+                               ctimeNs: max(file.changedNs, st.st_ctim.nanoseconds))
         a.blocks = Int64(st.st_blocks)
         return a
     }

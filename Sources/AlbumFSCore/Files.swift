@@ -14,6 +14,8 @@ final class OpenFile: @unchecked Sendable {
 
     let ino: UInt64
     let state: State
+    /// Set once by the handle table, before the handle is handed out.
+    fileprivate(set) var mode: IOMode = .cached
 
     init(ino: UInt64, state: State) {
         self.ino = ino
@@ -89,7 +91,6 @@ final class HandleTable: Sendable {
     private struct State {
         var next: UInt64 = 1
         var files: [UInt64: OpenFile] = [:]
-        var modes: [UInt64: IOMode] = [:]
         var inodes: [UInt64: InodeIO] = [:]
     }
 
@@ -97,8 +98,6 @@ final class HandleTable: Sendable {
     private let backing = Locked<(any BackingFiles)?>(nil)
 
     func enablePassthrough(_ files: any BackingFiles) { backing.withLock { $0 = files } }
-
-    var passthroughEnabled: Bool { backing.withLock { $0 != nil } }
 
     /// Whether `ino` is open in passthrough now.
     func inPassthrough(_ ino: UInt64) -> Bool { table.withLock { $0.inodes[ino]?.passthrough != nil } }
@@ -128,15 +127,16 @@ final class HandleTable: Sendable {
                     mode = .cached
                 }
             } else {
-                // Open in passthrough meanwhile (a race with the guards): the kernel
-                // refuses this open with EIO.
+                // Writers, scratch files, and reads without passthrough. Should the inode
+                // be in passthrough (a race with the guards), the kernel refuses this
+                // open with EIO.
                 io.cachedHandles += 1
                 mode = .cached
             }
             let handle = state.next
             state.next += 1
+            file.mode = mode
             state.files[handle] = file
-            state.modes[handle] = mode
             state.inodes[file.ino] = io
             return handle
         }
@@ -144,16 +144,13 @@ final class HandleTable: Sendable {
 
     func get(_ handle: UInt64) -> OpenFile? { table.withLock { $0.files[handle] } }
 
-    func mode(_ handle: UInt64) -> IOMode { table.withLock { $0.modes[handle] ?? .cached } }
-
     @discardableResult
     func remove(_ handle: UInt64) -> OpenFile? {
         let backingFiles = backing.withLock { $0 }
         return table.withLock { state in
             guard let file = state.files.removeValue(forKey: handle) else { return nil }
-            let mode = state.modes.removeValue(forKey: handle) ?? .cached
             var io = state.inodes[file.ino] ?? InodeIO()
-            switch mode {
+            switch file.mode {
             case .cached: io.cachedHandles -= 1
             case .passthrough:
                 if var current = io.passthrough {
@@ -172,8 +169,6 @@ final class HandleTable: Sendable {
             return file
         }
     }
-
-    var count: Int { table.withLock { $0.files.count } }
 }
 
 extension FileSystem {
@@ -194,6 +189,15 @@ extension FileSystem {
         public let keepCache: Bool
         /// Opened to be read only: its close needs no flush.
         public var readOnly = false
+        /// How the kernel is to serve its reads, as the handle table decided at the open
+        /// (carried here so that the bridge needs no second look-up under its lock).
+        public let mode: IOMode
+    }
+
+    /// Adds an open file to the handle table: its handle, with the mode decided there.
+    func opened(_ file: OpenFile, keepCache: Bool, readOnly: Bool = false) throws -> Opened {
+        let handle = try handles.add(file)
+        return Opened(handle: handle, keepCache: keepCache, readOnly: readOnly, mode: file.mode)
     }
 
     public func open(_ ino: UInt64, flags: Int32) throws -> Opened {
@@ -210,7 +214,7 @@ extension FileSystem {
             case .asset(let asset):
                 if writing { return try openForWriting(asset, ino: ino, flags: flags) }
                 let fd = try library.openBlob(of: asset)
-                return Opened(handle: try handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
+                return try opened(OpenFile(ino: ino, state: .readOnly(fd: fd)), keepCache: true, readOnly: true)
             case .scratch(let file):
                 if writing { try checkWritable() }
                 let fd: Int32
@@ -219,7 +223,7 @@ extension FileSystem {
                 } catch {
                     throw FSError(EIO, "scratch file \(file.name) cannot be opened: \(error)")
                 }
-                return Opened(handle: try handles.add(OpenFile(ino: ino, state: .scratch(fd: fd, id: file.id))), keepCache: false)
+                return try opened(OpenFile(ino: ino, state: .scratch(fd: fd, id: file.id)), keepCache: false)
             }
         case .thumbnail(let asset):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
@@ -230,20 +234,15 @@ extension FileSystem {
             } catch {
                 throw FSError(EIO, "thumbnail \(file.path) cannot be opened: \(error)")
             }
-            return Opened(handle: try handles.add(OpenFile(ino: ino, state: .readOnly(fd: fd))), keepCache: true, readOnly: true)
+            return try opened(OpenFile(ino: ino, state: .readOnly(fd: fd)), keepCache: true, readOnly: true)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
     }
 
-    /// How the kernel is to serve the reads of an open handle (see `IOMode`).
-    public func ioMode(of handle: UInt64) -> IOMode { handles.mode(handle) }
-
     /// Turns on FUSE passthrough for read-only opens of assets and thumbnails, once the
     /// kernel has agreed to it at INIT.
     public func enablePassthrough(_ files: any BackingFiles) { handles.enablePassthrough(files) }
-
-    public var passthroughEnabled: Bool { handles.passthroughEnabled }
 
     /// A photo open for reading in passthrough cannot change until it is closed: the
     /// kernel would refuse every open of the new version (see `IOMode`).

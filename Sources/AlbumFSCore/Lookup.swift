@@ -88,7 +88,7 @@ extension FileSystem {
         else {
             throw FSError.noEntry(name)
         }
-        return thumbnailAttributes(asset, file)
+        return thumbnailAttributes(asset.id, file)
     }
 
     /// The asset shown as `name` in a folder that lists assets.

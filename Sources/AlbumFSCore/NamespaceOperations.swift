@@ -25,22 +25,15 @@ extension FileSystem {
         guard let node = Node(ino: attributes.ino) else { throw FSError.noEntry(name) }
         switch node {
         case .object(let id):
-            if let album = try library.album(id: id) { return .album(album) }
-            if let asset = try library.asset(id: id) { return .asset(asset) }
-            if let aliased = try library.aliasedAsset(ino: id), let asset = try library.asset(id: aliased) { return .asset(asset) }
-            throw FSError.noEntry(name)
+            switch try object(id) {
+            case .album(let album)?: return .album(album)
+            case .asset(let asset)?: return .asset(asset)
+            case .scratch(let file)?: return .scratch(file)
+            case nil: throw FSError.noEntry(name)
+            }
         default:
             return .virtualFolder(node)
         }
-    }
-
-    /// The name an asset has in a folder (its entry name in an album, else its display
-    /// name).
-    func entryName(of asset: Asset, in role: FolderRole, given: String) throws -> String {
-        if case .album(let id) = role, let member = try library.member(named: given, ofAlbum: id), member.1.id == asset.id {
-            return member.0.name
-        }
-        return asset.name
     }
 
     // MARK: unlink
@@ -62,13 +55,7 @@ extension FileSystem {
             try library.deleteScratchFile(file.id)
             afterChange(folders: [parent], entries: [(parent, name)])
         case .newFile(let writer):
-            let unused = writer.withLock { () -> Bool in
-                writer.unlinked = true
-                writer.dirty = false
-                return writer.openCount == 0
-            }
-            writers.clearName(writer)
-            if unused { writers.remove(writer) }
+            dropNewFile(writer)
             afterChange(folders: [parent], entries: [(parent, name)])
         case .asset(let asset):
             switch folder {
@@ -95,6 +82,18 @@ extension FileSystem {
                 throw FSError.notPermitted("cannot remove \(name) from \(folder.displayName): it is a view of the library")
             }
         }
+    }
+
+    /// A new file removed by name, or replaced by a rename: never imported. It leaves the
+    /// writer table now unless still open (its last release takes it out then).
+    func dropNewFile(_ writer: Writer) {
+        let unused = writer.withLock { () -> Bool in
+            writer.unlinked = true
+            writer.dirty = false
+            return writer.openCount == 0
+        }
+        writers.clearName(writer)
+        if unused { writers.remove(writer) }
     }
 
     // MARK: mkdir and rmdir

@@ -87,6 +87,14 @@ extension FileSystem {
             afterChange(folders: [parent, newParent], entries: [(parent, file.name), (newParent, newName)])
             return
         }
+        // Refusals of the target first, before the bytes move into staging.
+        switch target {
+        case .asset(let existing)? where existing.isTrashed:
+            throw FSError.notPermitted("\(newName) is in Recently Deleted")
+        case .album?, .virtualFolder?:
+            throw FSError(EISDIR, "\(newName) is a folder", logged: false)
+        default: break
+        }
         // Import (or a new version) from the scratch file's bytes, moved into staging.
         let scratchPath = library.scratchPath(file.id)
         let (stageFD, stagePath) = try library.staging.createFile(prefix: "rename")
@@ -106,8 +114,8 @@ extension FileSystem {
         defer { close(fd) }
         var st = stat()
         fstat(fd, &st)
-        let fileMtime = Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec)
-        let explicitMtime = try library.scratchExplicitMtime(file.id)
+        let fileMtime = st.st_mtim.nanoseconds
+        let explicitMtime = file.mtimeNs != 0 ? file.mtimeNs : nil  // 0: none was set
         let staged: StagedFile
         do {
             staged = try library.staging.seal(path: stagePath, fd: fd, mtimeNs: explicitMtime ?? fileMtime)
@@ -119,23 +127,17 @@ extension FileSystem {
         var before: Asset?
         switch target {
         case .asset(let existing)?:
-            if existing.isTrashed { putBack(); throw FSError.notPermitted("\(newName) is in Recently Deleted") }
             before = existing
             do {
-                asset = try library.commitVersion(StagedFile(path: stagePath, sha256: staged.sha256, size: staged.size,
-                                                              header: staged.header, mtimeNs: staged.mtimeNs), of: existing.id)
+                asset = try library.commitVersion(staged, of: existing.id)
             } catch {
                 if access(stagePath, F_OK) == 0 { putBack() }
                 throw FSError.from(error)
             }
             // The kernel's inode for this name is now the scratch file's number.
             try library.addAlias(ino: file.id, asset: existing.id)
-        case .album?, .virtualFolder?:
-            putBack()
-            throw FSError(EISDIR, "\(newName) is a folder", logged: false)
         case .newFile(let writer)?:
-            writer.withLock { writer.unlinked = true; writer.dirty = false }
-            writers.clearName(writer)
+            dropNewFile(writer)
             fallthrough
         default:
             let destination: ImportDestination
@@ -184,8 +186,7 @@ extension FileSystem {
         case .scratch?:
             throw FSError.notPermitted("a file being written cannot replace a hidden or junk file")
         case .newFile(let other)?:
-            other.withLock { other.unlinked = true; other.dirty = false }
-            writers.clearName(other)
+            dropNewFile(other)
             fallthrough
         default:
             _ = try importDestination(to, name: newName)
@@ -246,10 +247,7 @@ extension FileSystem {
                         entries: [(parent, name), (newParent, newName)])
             return
         }
-        if case .newFile(let writer)? = target {
-            writer.withLock { writer.unlinked = true; writer.dirty = false }
-            writers.clearName(writer)
-        }
+        if case .newFile(let writer)? = target { dropNewFile(writer) }
 
         // Leave.
         var movedMembership = false

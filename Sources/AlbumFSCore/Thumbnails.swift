@@ -15,13 +15,15 @@ extension FileSystem {
     func thumbnail(of asset: Asset) -> Thumbnail? {
         let size = options.thumbnailSize
         if let done = thumbnails.cached(sha256: asset.sha256, size: size) { return done }
+        // A photo that could not be decoded before is not opened again on every look.
+        if thumbnails.failed(sha256: asset.sha256, size: size) { return nil }
         guard let fd = try? library.openBlob(of: asset) else { return nil }
         close(fd)
         return thumbnails.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: size)
     }
 
-    func thumbnailAttributes(_ asset: Asset, _ file: Thumbnail) -> Attributes {
-        fileAttributes(ino: Node.thumbnail(asset: asset.id).ino, permissions: 0o444, size: file.size,
+    func thumbnailAttributes(_ asset: Int64, _ file: Thumbnail) -> Attributes {
+        fileAttributes(ino: Node.thumbnail(asset: asset).ino, permissions: 0o444, size: file.size,
                        mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)
     }
 
@@ -37,18 +39,20 @@ extension FileSystem {
             entries = try library.members(ofAlbum: id, after: after, limit: limit).map { ($0.0.name, $0.1, Cookie.asset($0.0.sortKey)) }
         }
         let size = options.thumbnailSize
+        // Each cached thumbnail is stat'ed once; only the missing ones are made.
+        let cached = entries.map { thumbnails.cached(sha256: $0.asset.sha256, size: size) }
+        let missing = zip(entries, cached).filter { $0.1 == nil }.map { $0.0.asset }
         let made = Locked<[Int64: Thumbnail]>([:])
-        let missing = entries.filter { thumbnails.cached(sha256: $0.asset.sha256, size: size) == nil }
         DispatchQueue.concurrentPerform(iterations: missing.count) { i in
-            if let file = self.thumbnail(of: missing[i].asset) {
-                made.withLock { $0[missing[i].asset.id] = file }
+            if let file = self.thumbnail(of: missing[i]) {
+                made.withLock { $0[missing[i].id] = file }
             }
         }
-        return entries.compactMap { entry in
-            guard let file = made.withLock({ $0[entry.asset.id] }) ?? thumbnails.cached(sha256: entry.asset.sha256, size: size) else {
-                return nil
-            }
-            return DirectoryEntry(name: entry.name + ".jpg", attributes: thumbnailAttributes(entry.asset, file), cookie: entry.cookie)
+        return entries.indices.compactMap { i in
+            let entry = entries[i]
+            guard let file = cached[i] ?? made.withLock({ $0[entry.asset.id] }) else { return nil }
+            return DirectoryEntry(name: entry.name + ".jpg", attributes: thumbnailAttributes(entry.asset.id, file),
+                                  cookie: entry.cookie)
         }
     }
 

@@ -51,8 +51,7 @@ extension FileSystem {
         afterChange(folders: [parent], entries: [(parent, name)])
         let attributes = writerAttributes(writer)
         guard open else { return (attributes, nil) }
-        let handle = try handles.add(OpenFile(ino: UInt64(id), state: .writer(writer)))
-        return (attributes, Opened(handle: handle, keepCache: false))
+        return (attributes, try opened(OpenFile(ino: UInt64(id), state: .writer(writer)), keepCache: false))
     }
 
     /// mknod: regular files only (NFS servers create files this way), as create without
@@ -113,7 +112,7 @@ extension FileSystem {
                 writer.touched()
             }
         }
-        return Opened(handle: try handles.add(OpenFile(ino: ino, state: .writer(writer))), keepCache: false)
+        return try opened(OpenFile(ino: ino, state: .writer(writer)), keepCache: false)
     }
 
     /// Copies an asset's blob into a staging file (reflink or in-kernel copy when the
@@ -200,26 +199,34 @@ extension FileSystem {
             }
             if cloned { return Int(asset.size) }
         }
-        // A plain copy between the two descriptors.
-        let inFD = source.readFD
-        return try {
-            if case .writer(let writer) = target.state {
-                return try writer.withLock {
-                    try makeWritable(writer)
-                    var i = inOffset, o = outOffset
-                    let n = SystemCalls.copyFileRange(inFD, &i, writer.fd, &o, length)
-                    if n < 0 { throw FSError(errno, "copy_file_range failed") }
-                    writer.stream?.invalidate()
-                    writer.touched()
-                    return n
-                }
-            }
-            guard case .scratch(let fd, _) = target.state else { throw FSError(EBADF, "copy into a read-only file") }
-            var i = inOffset, o = outOffset
-            let n = SystemCalls.copyFileRange(inFD, &i, fd, &o, length)
+        // A plain copy between the two descriptors. A source that is a copy never written
+        // has no bytes of its own (its staging file is empty): it reads its blob, as
+        // `read` does.
+        var blob: Int32?
+        if case .writer(let writer) = source.state, let clone = writer.withLock({ writer.cloneOf }) {
+            blob = try library.openBlob(of: clone)
+        }
+        defer { if let blob { close(blob) } }
+        let inFD = blob ?? source.readFD
+        var i = inOffset, o = outOffset
+        func copy(to outFD: Int32) throws -> Int {
+            let n = SystemCalls.copyFileRange(inFD, &i, outFD, &o, length)
             if n < 0 { throw FSError(errno, "copy_file_range failed") }
             return n
-        }()
+        }
+        switch target.state {
+        case .readOnly: throw FSError(EBADF, "copy into a read-only file")
+        case .scratch(let fd, _): return try copy(to: fd)
+        case .writer(let writer):
+            // The source's descriptor was taken first: it may be this same writer's.
+            return try writer.withLock {
+                try makeWritable(writer)
+                let n = try copy(to: writer.fd)
+                writer.stream = nil  // the copied bytes were not streamed
+                writer.touched()
+                return n
+            }
+        }
     }
 
     // MARK: flush, release, fsync
@@ -290,10 +297,6 @@ extension FileSystem {
 
     /// Imports a new file or commits a new version. Called under the writer's lock.
     func commit(_ writer: Writer) throws {
-        let started = Log.isDebug ? nowNanoseconds() : 0
-        defer {
-            if Log.isDebug { Log.debug("commit of inode \(writer.ino) took \((nowNanoseconds() - started) / 1000) µs") }
-        }
         switch writer.target {
         case .newFile(let folder, let name):
             var clock = PhaseClock()
@@ -385,8 +388,6 @@ extension FileSystem {
     /// The writer's bytes, hashed, as a staged file for import.
     func seal(_ writer: Writer) throws -> StagedFile {
         let (_, mtime) = writer.stat()
-        let started = Log.isDebug ? nowNanoseconds() : 0
-        defer { if Log.isDebug { Log.debug("hash of inode \(writer.ino) took \((nowNanoseconds() - started) / 1000) µs") } }
         let stream = writer.stream
         return try library.staging.seal(path: writer.path, fd: writer.fd, mtimeNs: mtime,
                                         knownHash: { size in stream?.finish(size: size) })

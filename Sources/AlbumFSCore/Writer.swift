@@ -100,7 +100,7 @@ final class Writer: @unchecked Sendable {
         if let cloneOf { return (cloneOf.size, mtimeNs ?? cloneOf.mtimeNanoseconds) }
         var st = Glibc.stat()
         guard fstat(fd, &st) == 0 else { return (0, nowNanoseconds()) }
-        let mtime = Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec)
+        let mtime = st.st_mtim.nanoseconds
         return (Int64(st.st_size), mtimeNs ?? mtime)
     }
 }
@@ -160,8 +160,6 @@ final class WriterTable: Sendable {
         let prefix = "\(folder)/"
         return state.withLock { s in s.names.filter { $0.key.hasPrefix(prefix) }.map(\.value).sorted() }
     }
-
-    var count: Int { state.withLock { $0.byIno.count } }
 
     var all: [Writer] { state.withLock { Array($0.byIno.values) } }
 }

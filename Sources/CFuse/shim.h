@@ -82,7 +82,6 @@ static inline void shim_configure_conn(struct fuse_conn_info *conn, unsigned max
 
 #define ALBUMFS_FUSE_INIT_EXT (1u << 30)
 #define ALBUMFS_FUSE_PASSTHROUGH_FLAGS2 (1u << 5)   // FUSE_PASSTHROUGH, bit 37 of the 64 flags
-#define ALBUMFS_FOPEN_DIRECT_IO (1u << 0)
 #define ALBUMFS_FOPEN_NOFLUSH (1u << 5)
 #define ALBUMFS_FOPEN_PASSTHROUGH (1u << 7)
 

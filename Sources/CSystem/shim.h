@@ -30,20 +30,13 @@ static inline ssize_t shim_copy_file_range(int fd_in, off_t *off_in, int fd_out,
 
 extern int pipe2(int pipefd[2], int flags);
 extern int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags);
-extern int fallocate(int fd, int mode, off_t offset, off_t len);
 
 // Starts writeback of a range without waiting for it (SYNC_FILE_RANGE_WRITE).
 static inline int shim_start_writeback(int fd, off_t offset, off_t length) {
     return sync_file_range(fd, offset, length, 2);
 }
 
-// Reserves blocks without changing the file's size (FALLOC_FL_KEEP_SIZE).
-static inline int shim_preallocate(int fd, off_t offset, off_t length) {
-    return fallocate(fd, 1, offset, length);
-}
-
 static inline int shim_pipe_cloexec(int fds[2]) { return pipe2(fds, 02000000 /* O_CLOEXEC */); }
 
 static inline long shim_utime_omit(void) { return UTIME_OMIT; }
-static inline long shim_utime_now(void) { return UTIME_NOW; }
 #endif

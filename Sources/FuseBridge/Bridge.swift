@@ -73,17 +73,10 @@ final class Bridge: @unchecked Sendable {
         st.st_size = Int(a.size)
         st.st_blocks = Int(a.blocks)
         st.st_blksize = 4096
-        st.st_atim = Self.timespec(a.atimeNs)
-        st.st_mtim = Self.timespec(a.mtimeNs)
-        st.st_ctim = Self.timespec(a.ctimeNs)
+        st.st_atim = SystemCalls.timespec(nanoseconds: a.atimeNs)
+        st.st_mtim = SystemCalls.timespec(nanoseconds: a.mtimeNs)
+        st.st_ctim = SystemCalls.timespec(nanoseconds: a.ctimeNs)
         return st
-    }
-
-    static func timespec(_ ns: Int64) -> Glibc.timespec {
-        var seconds = ns / 1_000_000_000
-        var rest = ns % 1_000_000_000
-        if rest < 0 { rest += 1_000_000_000; seconds -= 1 }
-        return Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(rest))
     }
 
     func entry(_ a: Attributes) -> fuse_entry_param {

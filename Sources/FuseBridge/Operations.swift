@@ -30,7 +30,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         b.handle(req, "open \(ino)") {
             let opened = try b.fs.open(ino, flags: shim_fi_flags(fi))
             let rc: Int32
-            switch b.fs.ioMode(of: opened.handle) {
+            switch opened.mode {
             case .passthrough(let backingID):
                 rc = shim_reply_open_passthrough(req, opened.handle, backingID, opened.readOnly ? 1 : 0)
             case .cached:

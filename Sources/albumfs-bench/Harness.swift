@@ -64,6 +64,13 @@ enum Harness {
 
     static func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
+    /// Deletes the library at `path`, if any (its originals are read-only, hence the
+    /// chmod), and makes an empty one there with `albumfs init`.
+    static func freshLibrary(_ path: String) throws {
+        _ = try? sh("chmod -R u+w \(q(path)) 2>/dev/null; rm -rf \(q(path))", check: false)
+        try sh("\(q(albumfs)) init \(q(path))")
+    }
+
     /// Drops the page cache: all of it when root may, else the given files'.
     static func dropCaches(_ files: [String]) {
         sync()
@@ -138,9 +145,10 @@ final class BenchMount {
         mounted = false
         _ = try? Harness.sh("fusermount3 -u \(Harness.q(mountpoint)) || fusermount3 -u -z \(Harness.q(mountpoint))", check: false)
         // Wait for the daemon and its decoder workers to go: the library is free again,
-        // and nothing of ours runs while the next figure is measured.
+        // and nothing of ours runs while the next figure is measured. `[a]lbumfs`: the
+        // pattern must not match the command line of the sh that runs pgrep.
         for _ in 0..<400 {
-            let out = (try? Harness.sh("pgrep -f \(Harness.q("albumfs mount .* \(mountpoint)")); pgrep -f 'albumfs thumbnail-worker'", check: false)) ?? ""
+            let out = (try? Harness.sh("pgrep -f \(Harness.q("[a]lbumfs mount .* \(mountpoint)")); pgrep -f '[a]lbumfs thumbnail-worker'", check: false)) ?? ""
             if out.isEmpty { return }
             usleep(25_000)
         }

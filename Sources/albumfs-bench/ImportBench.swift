@@ -44,8 +44,7 @@ enum ImportBench {
         var mount: BenchMount?
         let ours = try Harness.median(runs, prepare: {
             mount?.unmount()
-            _ = try? Harness.sh("chmod -R u+w \(Harness.q(library)) 2>/dev/null; rm -rf \(Harness.q(library))", check: false)
-            try Harness.sh("\(Harness.q(Harness.albumfs)) init \(Harness.q(library))")
+            try Harness.freshLibrary(library)
             mount = try BenchMount(library: library, mountpoint: mountpoint)
             try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
         }) {
@@ -67,8 +66,7 @@ enum ImportBench {
 
         // albumfs import of the same folder.
         let importTime = try Harness.median(runs, prepare: {
-            _ = try? Harness.sh("chmod -R u+w \(Harness.q(library)) 2>/dev/null; rm -rf \(Harness.q(library))", check: false)
-            try Harness.sh("\(Harness.q(Harness.albumfs)) init \(Harness.q(library))")
+            try Harness.freshLibrary(library)
         }) {
             try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(library)) \(Harness.q(card))")
         }

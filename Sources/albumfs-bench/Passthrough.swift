@@ -25,8 +25,10 @@ final class Passthrough {
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let binary = try Passthrough.binary(in: dir)
-        // The daemon must not keep the descriptors Foundation's Process watches to learn
-        // that the command ended: close everything above stderr before exec.
+        // The daemon outlives this command: close everything above stderr before exec, so
+        // that it holds none of the benchmark's descriptors (any opened or inherited without
+        // O_CLOEXEC). Harness.sh itself waits with waitpid and sends output to files, so
+        // the daemon's descriptors cannot hold up the wait.
         // It keeps a descriptor per inode it has seen: a big tree needs a big limit.
         try Harness.sh("ulimit -n 1048576 2>/dev/null || ulimit -n $(ulimit -Hn); for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; exec \(Harness.q(binary)) -o source=\(Harness.q(source)) \(Harness.q(mountpoint))", shell: "/bin/bash")
     }

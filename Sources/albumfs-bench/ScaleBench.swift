@@ -9,15 +9,13 @@ enum ScaleBench {
         let seed = try DataSets.seedPhoto(in: dir)
         for size in sizes {
             let path = dir + "/scale-\(size).library"
-            var (library, sha) = try DataSets.library(at: path, seed: seed)
+            let (library, sha) = try DataSets.library(at: path, seed: seed)
             let small = try library.createAlbum(named: "Small", in: 0)
             try library.addSyntheticAssets(DataSets.assets(20, prefix: "S_"), sha256: sha, album: small.id)
             try library.addSyntheticAssets(DataSets.assets(size - 21), sha256: sha)
-            library = try Library.open(at: path, access: .reader)
-            _ = consume library
+            _ = consume library  // the mount takes the library's lock
             Harness.dropCaches([])
             let mountpoint = dir + "/scale.mnt"
-            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
             let started = Harness.now()
             let mount = try BenchMount(library: path, mountpoint: mountpoint)
             try Harness.sh("ls \(Harness.q(mountpoint)) > /dev/null")
@@ -27,7 +25,7 @@ enum ScaleBench {
             }
             // A file manager's visit: the small album, its thumbnails' names, All Photos' first page.
             try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small/.thumbnails > /dev/null; ls -U \(Harness.q(mountpoint))/'All Photos' | head -100 > /dev/null")
-            let pid = try Harness.sh("pgrep -f \(Harness.q("albumfs mount .* \(mountpoint)"))").split(separator: "\n").first.map(String.init) ?? ""
+            let pid = try Harness.sh("pgrep -f \(Harness.q("[a]lbumfs mount .* \(mountpoint)"))").split(separator: "\n").first.map(String.init) ?? ""
             let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
             let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
                 .flatMap { Double($0.split(separator: " ").dropFirst().first { !$0.isEmpty } ?? "") } ?? 0

@@ -11,17 +11,17 @@ enum ThumbnailBench {
         try Harness.sh("cat \(files) > /dev/null")
         let runs = max(1, min(Harness.runs, 3))
 
+        let folder = "\(Harness.q(mountpoint))/Albums/\((card as NSString).lastPathComponent)/.thumbnails"
         var mount: BenchMount?
         let ours = try Harness.median(runs, prepare: {
             mount?.unmount()
-            _ = try? Harness.sh("chmod -R u+w \(Harness.q(library)) 2>/dev/null; rm -rf \(Harness.q(library))", check: false)
-            try Harness.sh("\(Harness.q(Harness.albumfs)) init \(Harness.q(library)) && \(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(library)) \(Harness.q(card))")
+            try Harness.freshLibrary(library)
+            try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(library)) \(Harness.q(card))")
             mount = try BenchMount(library: library, mountpoint: mountpoint)
         }) {
             // A file manager opening the folder: list the thumbnails, read each one.
-            try Harness.sh("cat \(Harness.q(mountpoint))/Albums/\((card as NSString).lastPathComponent)/.thumbnails/* > /dev/null")
+            try Harness.sh("cat \(folder)/* > /dev/null")
         }
-        let folder = "\(Harness.q(mountpoint))/Albums/\((card as NSString).lastPathComponent)/.thumbnails"
         try Harness.sh("cat \(folder)/* > /dev/null")
         let cached = try Harness.median(Harness.runs) { try Harness.sh("cat \(folder)/* > /dev/null") }
         mount?.unmount()

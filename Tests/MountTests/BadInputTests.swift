@@ -27,8 +27,6 @@ final class BadInputTests: XCTestCase {
         temp?.remove()
     }
 
-    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
     /// Hostile files, made here.
     func makeBadFiles() throws -> [String] {
         let dir = temp.sub("bad")

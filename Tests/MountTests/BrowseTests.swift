@@ -34,8 +34,6 @@ final class BrowseTests: XCTestCase {
         return result.stdout
     }
 
-    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
     func testFindStatLsDuAndGetfattrShowWhatTheCoreHolds() throws {
         // find: every file of every folder, with size, mtime and inode as the core has them.
         let lines = try sh("cd \(q(mount.mountpoint)) && find . -type f -not -path '*/.thumbnails/*' -printf '%s %T@ %i %n %p\\n'")

@@ -25,8 +25,6 @@ final class FaultTests: XCTestCase {
         temp?.remove()
     }
 
-    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
     func check(_ label: String) throws {
         let result = try Processes.albumfs("check", lib)
         XCTAssertEqual(result.status, 0, "\(label): \(result.stdout)")

@@ -72,7 +72,7 @@ final class LoadTests: XCTestCase {
             return true
         }
 
-        func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        func q(_ s: String) -> String { s.shellQuoted }
 
         var albums: [String] { LoadTests.shared.map { "Albums/\($0)" } + model.ownAlbums.sorted().map { "Albums/\($0)" } }
 
@@ -173,7 +173,7 @@ final class LoadTests: XCTestCase {
         var expectedAlbums = Set(Self.shared)
         for client in clients {
             expectedAlbums.formUnion(client.model.ownAlbums)
-            for (photo, state) in client.model {
+            for (photo, state) in client.model.assets {
                 let source = try Data(contentsOf: URL(fileURLWithPath: client.photos.first { $0.hasSuffix("/" + photo) }!))
                 let sha = SHA256Digest.hex(of: source)
                 guard let asset = try library.assets(withSHA256: sha).first else {
@@ -195,8 +195,4 @@ final class LoadTests: XCTestCase {
         XCTAssertGreaterThan(operations, 100)
         print("load: \(operations) operations by 8 clients in \(Int(seconds)) s")
     }
-}
-
-extension LoadTests.Model: Sequence {
-    func makeIterator() -> Dictionary<String, AssetState>.Iterator { assets.makeIterator() }
 }

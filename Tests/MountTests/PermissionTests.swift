@@ -29,8 +29,6 @@ final class PermissionTests: XCTestCase {
         temp?.remove()
     }
 
-    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
     /// A command as nobody (uid and gid 65534, no groups).
     func asNobody(_ command: String) throws -> Processes.Result {
         try Processes.run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", command])

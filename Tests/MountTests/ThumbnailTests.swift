@@ -22,8 +22,6 @@ final class ThumbnailTests: XCTestCase {
         temp?.remove()
     }
 
-    func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
     @discardableResult
     func sh(_ command: String, status: Int32 = 0) throws -> Processes.Result {
         let result = try Processes.shell(command, timeout: 900)

@@ -1,6 +1,7 @@
 import AlbumCore
 import Foundation
 import Glibc
+import XCTest
 
 /// Running the albumfs binary and the system's tools from tests.
 public enum Processes {
@@ -99,8 +100,12 @@ public enum Processes {
     }
 }
 
-
 extension String {
     /// The string as one word for `sh`, in single quotes.
     public var shellQuoted: String { "'" + replacingOccurrences(of: "'", with: "'\\''") + "'" }
+}
+
+extension XCTestCase {
+    /// A path (or any string) as one word for `sh`: `"cat \(q(path))"`.
+    public func q(_ s: String) -> String { s.shellQuoted }
 }

@@ -151,7 +151,7 @@ public final class GaneshaServer: @unchecked Sendable {
         try config.write(toFile: "\(directory)/ganesha.conf", atomically: true, encoding: .utf8)
         namespace = try OwnedProcess("network namespace", ["unshare", "--net", "sleep", "86400"])
         usleep(200_000)
-        guard try inNamespace(["ip", "link", "set", "lo", "up"]).ok else {
+        guard try client(["ip", "link", "set", "lo", "up"]).ok else {
             throw Processes.ProcessError.notFound("a loopback in the network namespace")
         }
         rpcbind = try OwnedProcess("rpcbind", ["nsenter", "--net=/proc/\(namespace!.pid)/ns/net", "rpcbind", "-w", "-f"],
@@ -186,13 +186,9 @@ public final class GaneshaServer: @unchecked Sendable {
         "nfs://127.0.0.1\(mountpoint)\(path.isEmpty ? "" : "/" + path)"
     }
 
-    func inNamespace(_ arguments: [String], stdin: Data? = nil, timeout: Double = 120) throws -> Processes.Result {
-        try Processes.run("nsenter", ["--net=/proc/\(namespace!.pid)/ns/net"] + arguments, stdin: stdin, timeout: timeout)
-    }
-
-    /// Runs a client (nfs-ls, nfs-cat, nfs-cp, ...) in the namespace.
+    /// Runs a client (nfs-ls, nfs-cat, nfs-cp, ...), or any command, in the namespace.
     public func client(_ arguments: [String], timeout: Double = 120) throws -> Processes.Result {
-        try inNamespace(arguments, timeout: timeout)
+        try Processes.run("nsenter", ["--net=/proc/\(namespace!.pid)/ns/net"] + arguments, timeout: timeout)
     }
 
     /// The pid of the namespace, for clients started otherwise.

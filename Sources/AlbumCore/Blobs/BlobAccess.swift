@@ -42,7 +42,7 @@ extension Library {
         }
         var st = stat()
         fstat(fd, &st)
-        let mtime = Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec)
+        let mtime = st.st_mtim.nanoseconds
         let stored = (try? read { db in
             try db.first("SELECT size, mtime_ns FROM blobs WHERE sha256 = ?", asset.sha256) { ($0.int64(0), $0.optionalInt64(1)) }
         }) ?? nil
@@ -67,6 +67,6 @@ extension Library {
     func blobMtime(_ sha256: String) -> Int64? {
         var st = stat()
         guard stat(blobs.path(for: sha256), &st) == 0 else { return nil }
-        return Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec)
+        return st.st_mtim.nanoseconds
     }
 }

@@ -24,9 +24,6 @@ public final class StreamingHash: @unchecked Sendable {
         queue.async { chunk.withUnsafeBytes { buffer in self.hasher?.update(buffer) } }
     }
 
-    /// Anything but an append (truncation, a copy into the file) spoils the stream.
-    public func invalidate() { valid = false }
-
     /// The digest, if the whole file of `size` bytes went through the stream.
     public func finish(size: Int64) -> String? {
         queue.sync {}

@@ -68,7 +68,7 @@ public struct Staging: Sendable {
             unlink(path)
             throw error
         }
-        let mtime = Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec)
+        let mtime = st.st_mtim.nanoseconds
         return StagedFile(path: path, sha256: hasher.finalizeHex(), size: total, header: header, mtimeNs: mtime)
     }
 

@@ -44,6 +44,15 @@ public struct Membership: Sendable, Equatable {
     public var sortKey: Int64
 }
 
+extension Membership {
+    static let columns = "id, album_id, asset_id, name, sort_key"
+
+    // In an extension, so that the memberwise initializer stays.
+    init(row: Row) {
+        self.init(id: row.int64(0), albumID: row.int64(1), assetID: row.int64(2), name: row.text(3), sortKey: row.int64(4))
+    }
+}
+
 /// Inode numbers of the fixed folders. Scratch files record the inode of the folder
 /// they live in, so these numbers are part of the storage format and never change.
 public enum FixedInode {
@@ -125,11 +134,14 @@ extension Library {
     /// sub-album, a scratch file or a visible member has it; the entry of a deleted or
     /// hidden asset gives way (`makeWayForVisibleEntry`).
     func claimName(inAlbum albumID: Int64, key: String, name: String, db: Connection) throws {
-        if albumID != 0, let member = try db.first("SELECT id, album_id, asset_id, name, sort_key FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key, map: {
-            Membership(id: $0.int64(0), albumID: $0.int64(1), assetID: $0.int64(2), name: $0.text(3), sortKey: $0.int64(4))
-        }) {
-            try makeWayForVisibleEntry(member, db: db)
-        }
+        let member = try albumID == 0 ? nil : membership(inAlbum: albumID, key: key, db: db)
+        try claimName(inAlbum: albumID, key: key, name: name, member: member, db: db)
+    }
+
+    /// `claimName` with the album's entry of `key` (`membership(inAlbum:key:db:)`)
+    /// already looked up by the caller.
+    private func claimName(inAlbum albumID: Int64, key: String, name: String, member: Membership?, db: Connection) throws {
+        if albumID != 0, let member { try makeWayForVisibleEntry(member, db: db) }
         if try nameTaken(inAlbum: albumID, key: key, db: db) { throw LibraryError.exists(name) }
     }
 
@@ -246,9 +258,7 @@ extension Library {
 
     public func memberships(ofAsset assetID: Int64) throws -> [Membership] {
         try read { db in
-            try db.query("SELECT id, album_id, asset_id, name, sort_key FROM memberships WHERE asset_id = ? ORDER BY id", assetID) {
-                Membership(id: $0.int64(0), albumID: $0.int64(1), assetID: $0.int64(2), name: $0.text(3), sortKey: $0.int64(4))
-            }
+            try db.query("SELECT \(Membership.columns) FROM memberships WHERE asset_id = ? ORDER BY id", assetID, map: Membership.init)
         }
     }
 
@@ -262,12 +272,10 @@ extension Library {
 
     func addMembership(album albumID: Int64, asset assetID: Int64, name: String, db: Connection) throws -> Membership {
         let key = Names.key(name)
-        if let existing = try db.first("SELECT id, album_id, asset_id, name, sort_key FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key, map: {
-            Membership(id: $0.int64(0), albumID: $0.int64(1), assetID: $0.int64(2), name: $0.text(3), sortKey: $0.int64(4))
-        }) {
-            if existing.assetID == assetID { return existing }
-        }
-        try claimName(inAlbum: albumID, key: key, name: name, db: db)
+        let existing = try membership(inAlbum: albumID, key: key, db: db)
+        if let existing, existing.assetID == assetID { return existing }
+        // The entry just read is the one claimName would look up again.
+        try claimName(inAlbum: albumID, key: key, name: name, member: existing, db: db)
         guard let taken = try db.scalar("SELECT taken_at FROM assets WHERE id = ?", assetID) else {
             throw LibraryError.notFound("asset \(assetID)")
         }
@@ -278,6 +286,11 @@ extension Library {
         try db.run("UPDATE memberships SET sort_key = ? WHERE id = ?", sortKey, id)
         try touchAlbum(albumID, db: db)
         return Membership(id: id, albumID: albumID, assetID: assetID, name: name, sortKey: sortKey)
+    }
+
+    /// The entry called `key` in album `albumID`, if any.
+    private func membership(inAlbum albumID: Int64, key: String, db: Connection) throws -> Membership? {
+        try db.first("SELECT \(Membership.columns) FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key, map: Membership.init)
     }
 
     /// A name in an album held by the entry of a deleted or hidden asset (kept for its

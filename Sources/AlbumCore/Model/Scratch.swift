@@ -121,11 +121,6 @@ extension Library {
         }
     }
 
-    /// The mtime a user set on a scratch file, if any.
-    public func scratchExplicitMtime(_ id: Int64) throws -> Int64? {
-        try read { db in try db.scalar("SELECT mtime_ns FROM scratch WHERE id = ? AND mtime_ns != 0", id) }
-    }
-
     /// Drops a scratch file's row whose bytes were moved away (imported by a rename).
     public func forgetScratchFile(_ id: Int64) throws {
         try write { db in

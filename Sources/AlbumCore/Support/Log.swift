@@ -78,9 +78,12 @@ private func syslog_message(_ priority: Int32, _ text: UnsafePointer<CChar>) {
 public struct PhaseClock {
     private var last: Int64
     private var phases: [(String, Int64)] = []
-    private let enabled = Log.isDebug
+    private let enabled: Bool
 
-    public init() { last = Log.isDebug ? nowNanoseconds() : 0 }
+    public init() {
+        enabled = Log.isDebug  // read once: it takes the log's lock
+        last = enabled ? nowNanoseconds() : 0
+    }
 
     public mutating func mark(_ phase: String) {
         guard enabled else { return }

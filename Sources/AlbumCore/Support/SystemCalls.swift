@@ -45,12 +45,6 @@ public enum SystemCalls {
         _ = shim_start_writeback(fd, off_t(offset), off_t(length))
     }
 
-    /// Reserves disk blocks for a range without changing the file's size: the fsync at
-    /// the end need not allocate them.
-    public static func preallocate(fd: Int32, offset: Int64, length: Int64) {
-        _ = shim_preallocate(fd, off_t(offset), off_t(length))
-    }
-
     /// The tv_nsec that leaves a time unchanged in utimensat/futimens.
     public static var utimeOmit: Int { Int(shim_utime_omit()) }
 

@@ -4,9 +4,14 @@ import Glibc
 public func nowNanoseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_REALTIME, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    return ts.nanoseconds
 }
 
 public func nowSeconds() -> Int64 { nowNanoseconds() / 1_000_000_000 }
 
 public let nanosecondsPerSecond: Int64 = 1_000_000_000
+
+extension timespec {
+    /// This time as nanoseconds since the epoch, the unit of every stored time.
+    public var nanoseconds: Int64 { Int64(tv_sec) * nanosecondsPerSecond + Int64(tv_nsec) }
+}

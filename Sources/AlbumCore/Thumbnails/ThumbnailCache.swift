@@ -33,7 +33,7 @@ public final class ThumbnailCache: Sendable {
         let file = path(sha256: sha256, size: size)
         guard stat(file, &st) == 0 else { return nil }
         return Thumbnail(path: file, size: Int64(st.st_size),
-                         mtimeNs: Int64(st.st_mtim.tv_sec) * nanosecondsPerSecond + Int64(st.st_mtim.tv_nsec))
+                         mtimeNs: st.st_mtim.nanoseconds)
     }
 
     /// Whether making this thumbnail failed before.

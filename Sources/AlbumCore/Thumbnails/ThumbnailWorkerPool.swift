@@ -79,19 +79,25 @@ public final class ThumbnailWorkerPool: ThumbnailMaking, @unchecked Sendable {
         defer { slots.signal() }
         let worker = try idle.withLock { $0.popLast() } ?? spawn()
         let request = "\(kind.rawValue)\t\(size)\t\(input)\t\(output)\n"
+        let reply: String
         do {
             try request.utf8CString.withUnsafeBytes { raw in
                 try FileIO.writeAll(worker.input, UnsafeRawBufferPointer(rebasing: raw.dropLast()), path: "thumbnail worker")
             }
-            let reply = try readLine(worker)
-            idle.withLock { $0.append(worker) }
-            if reply == "ok" { return }
-            let reason = reply.hasPrefix("fail\t") ? String(reply.dropFirst(5)) : "unexpected reply from the thumbnail worker"
-            throw LibraryError.refused(reason)
+            reply = try readLine(worker)
         } catch let error as WorkerFailure {
             let how = worker.stop(kill: SIGKILL)
             throw LibraryError.refused("\(error.reason) (the decoder process was \(how))")
+        } catch {
+            // Any other failure to talk to the worker (EPIPE: it died while idle) leaves
+            // it useless too; stopped and reaped, or its pipes and its zombie would leak.
+            worker.stop(kill: SIGKILL)
+            throw error
         }
+        idle.withLock { $0.append(worker) }
+        if reply == "ok" { return }
+        let reason = reply.hasPrefix("fail\t") ? String(reply.dropFirst(5)) : "unexpected reply from the thumbnail worker"
+        throw LibraryError.refused(reason)
     }
 
     struct WorkerFailure: Error { let reason: String }
@@ -121,6 +127,11 @@ public final class ThumbnailWorkerPool: ThumbnailMaking, @unchecked Sendable {
 
     /// A new worker, with its stdin and stdout on pipes and nothing else inherited.
     private func spawn() throws -> Worker {
+        // A write to a worker that died must fail with EPIPE (handled in `make`), not
+        // raise SIGPIPE, whose default ends this whole process: the mount (outside
+        // libfuse's handlers) or `albumfs thumbnails`/`import`. Process-wide; workers
+        // ignore it themselves anyway.
+        signal(SIGPIPE, SIG_IGN)
         let a = try SystemCalls.pipeCloseOnExec(), b = try SystemCalls.pipeCloseOnExec()
         let toWorker = [a.read, a.write], fromWorker = [b.read, b.write]
         var actions = posix_spawn_file_actions_t()

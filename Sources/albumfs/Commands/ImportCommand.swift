@@ -116,7 +116,7 @@ enum ImportCommand {
         summary += String(format: " in %.1f s", progress.elapsed)
         print(summary)
         if !args.flags.contains("--no-thumbnails") && !tally.assets.isEmpty {
-            let made = ThumbnailsCommand.make(for: tally.assets, library: library, size: 256, label: "thumbnails")
+            let made = ThumbnailsCommand.make(for: tally.assets, library: library, size: 256)
             print("made \(made.made) thumbnail(s)" + (made.failed.isEmpty ? "" : "; \(made.failed.count) file(s) cannot be decoded"))
         }
         return tally.refused + tally.failed > 0 ? Exit.failure : Exit.ok

@@ -27,23 +27,24 @@ enum ThumbnailsCommand {
         }
         let library = try Library.open(at: absolutePath(path), access: .reader)
         let assets = try library.assets(in: .allPhotos) + library.assets(in: .smart(.hidden)) + library.assets(in: .smart(.recentlyDeleted))
-        let made = make(for: assets, library: library, size: size, label: "thumbnails")
+        let made = make(for: assets, library: library, size: size)
         print("made \(made.made) thumbnail(s); \(made.present) were there; \(made.failed.count) file(s) cannot be decoded")
-        for (name, _) in made.failed.sorted(by: { $0.0 < $1.0 }) { printError("no thumbnail: \(name)") }
+        for name in made.failed.sorted() { printError("no thumbnail: \(name)") }
         return Exit.ok
     }
 
     struct Result: Sendable {
         var made = 0, present = 0
-        var failed: [(String, String)] = []
+        /// Names of the files that cannot be decoded.
+        var failed: [String] = []
     }
 
     /// Makes the missing thumbnails of `assets` on worker processes, one per core.
-    static func make(for assets: [Asset], library: Library, size: Int, label: String) -> Result {
+    static func make(for assets: [Asset], library: Library, size: Int) -> Result {
         let cache = ThumbnailCache(paths: library.paths, maker: ThumbnailWorkerPool.ofThisProgram())
         let result = Locked(Result())
         let unique = Dictionary(assets.map { ($0.sha256, $0) }, uniquingKeysWith: { a, _ in a }).values.map { $0 }
-        let progress = ProgressBar(total: unique.count, totalBytes: 0, label: label)
+        let progress = ProgressBar(total: unique.count, totalBytes: 0, label: "thumbnails")
         let next = Locked(0)
         DispatchQueue.concurrentPerform(iterations: ProcessInfo.processInfo.activeProcessorCount) { _ in
             while true {
@@ -55,7 +56,7 @@ enum ThumbnailsCommand {
                 } else if cache.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: size) != nil {
                     result.withLock { $0.made += 1 }
                 } else {
-                    result.withLock { $0.failed.append((asset.name, "cannot be decoded")) }
+                    result.withLock { $0.failed.append(asset.name) }
                 }
                 progress.advance(bytes: 0)
             }
