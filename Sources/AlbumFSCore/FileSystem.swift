@@ -1,56 +1,120 @@
 import AlbumCore
+import Dispatch
 import Foundation
-import Glibc
 
 /// The filesystem core: what every inode is, what each operation means there and which
-/// errno it fails with. It knows nothing of FUSE; the bridge turns requests into calls
+/// errno it fails with. It knows nothing of FUSE: the bridge turns requests into calls
 /// here and results into replies, and the tests call it directly.
+///
+/// Where to look:
+/// - `Namespace/`: what an inode is (`Node`, `Item`), lookups, listings, attributes,
+///   thumbnails, extended attributes: everything that reads.
+/// - `Rules/`: PRODUCT.md section 3's table: what each operation means in each folder.
+/// - `Writing/`: everything that changes the library, around `Writer`, the state
+///   machine of a file being written; `Writing/README.md` says what happens when a file
+///   is saved.
 public final class FileSystem: Sendable {
     public let library: Library
     public let options: MountOptions
+    /// Decoders for metadata and for thumbnails someone waits for.
+    let decoder: any Decoding
     public let thumbnails: ThumbnailCache
-    /// Thumbnails made ahead, after imports: a cache on decoders of low priority, so that
-    /// they never slow the imports down.
+    /// Thumbnails made ahead, after imports: decoders of low priority, so that they never
+    /// slow the imports down.
     let backgroundThumbnails: ThumbnailCache
-    /// Thumbnails to make in the background after imports.
-    let prefetchQueue = Locked(PrefetchQueue())
+    let prefetch = Locked(PrefetchQueue())
     let handles = HandleTable()
     let writers = WriterTable()
+    /// The minute of a save: names a photo left, files that became photos moments ago.
+    let saves = SaveWindow()
     /// Inode numbers reserved for files being created.
     let idBlock = Locked<Range<Int64>>(0..<0)
     /// When the library last changed through this mount: the time of virtual folders.
     let changedNs: Locked<Int64>
     /// Kernel cache entries to drop after a change (sent by the bridge, after replying).
-    let invalidator: Locked<(@Sendable (Invalidation) -> Void)?> = Locked(nil)
+    let invalidator: Locked<(@Sendable ([Invalidation]) -> Void)?> = Locked(nil)
+    /// Requests waiting for a thumbnail now; beyond `thumbnailWaitLimit` a request gets
+    /// EAGAIN instead of holding one more FUSE worker thread on a decoder.
+    let thumbnailWaits = Locked(0)
+    let thumbnailWaitLimit: Int
+    /// Names already logged as kept plain (a visible file that is not a photo): once each.
+    let loggedPlain = Locked(Set<Int64>())
+    private let schedule = Locked<DispatchSourceTimer?>(nil)
 
-    /// `thumbnailMaker`: where decoders run (the mount gives worker processes; tests and
-    /// tools may decode in process).
-    public init(library: Library, options: MountOptions, thumbnailMaker: any ThumbnailMaking = InProcessThumbnails(),
-                backgroundThumbnailMaker: (any ThumbnailMaking)? = nil) {
+    /// `decoder`: where metadata and thumbnails are decoded (the mount gives worker
+    /// processes; tests and tools may decode in process).
+    public init(library: Library, options: MountOptions, decoder: any Decoding = InProcessDecoder(),
+                backgroundDecoder: (any Decoding)? = nil, thumbnailWaitLimit: Int = 6) {
         self.library = library
         self.options = options
-        self.thumbnails = ThumbnailCache(paths: library.paths, maker: thumbnailMaker)
-        self.backgroundThumbnails = ThumbnailCache(paths: library.paths, maker: backgroundThumbnailMaker ?? thumbnailMaker)
-        var st = stat()
-        let start = stat(library.paths.database, &st) == 0 ? st.st_mtim.nanoseconds : nowNanoseconds()
+        self.decoder = decoder
+        self.thumbnails = ThumbnailCache(library: library, decoder: decoder)
+        self.backgroundThumbnails = ThumbnailCache(library: library, decoder: backgroundDecoder ?? decoder)
+        self.thumbnailWaitLimit = thumbnailWaitLimit
+        let start = (try? library.files.status(.database))?.modificationNanoseconds ?? nowNanoseconds()
         changedNs = Locked(start)
     }
 
+    /// A filesystem core ready for a mount: the library opened (with the lock the
+    /// caller holds), decoders in worker processes of this program (one per core for
+    /// what someone waits for, one at low priority for thumbnails made ahead), and its
+    /// own schedule running. The bridge is handed this and only translates.
+    public static func forMount(library path: String, lock: LibraryLock, options: MountOptions,
+                                workerExecutable: String? = nil) throws -> FileSystem {
+        let library = try Library.open(at: path, access: .exclusive, lock: lock)
+        MetadataReader.initialize()
+        let decoders = DecoderPool.ofThisProgram(executable: workerExecutable)
+        let background = DecoderPool.ofThisProgram(executable: workerExecutable, count: 1, nice: 19)
+        let fs = FileSystem(library: library, options: options, decoder: decoders, backgroundDecoder: background)
+        fs.startSchedule()
+        return fs
+    }
+
+    deinit { stopSchedule() }
+
+    // MARK: the core's own schedule
+
+    /// Runs the core's timed work once a second: files that servers keep open after
+    /// their last write are imported once settled, thumbnails are made ahead once imports
+    /// go quiet, the minute of a save ends.
+    public func startSchedule() {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "albumfs.schedule"))
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in self?.tick() }
+        schedule.withLock { $0?.cancel(); $0 = timer }
+        timer.resume()
+    }
+
+    public func stopSchedule() {
+        schedule.withLock { $0?.cancel(); $0 = nil }
+    }
+
+    /// One round of the timed work (the schedule's; tests call it to move time on).
+    public func tick(now: Int64 = nowNanoseconds()) {
+        importSettledFiles(now: now)
+        expireEmptiedVersions(now: now)
+        saves.expire(now: now)
+        makeQueuedThumbnails(now: now)
+    }
+
+    // MARK: changes and invalidation
+
     /// What the kernel should forget after a change.
-    public enum Invalidation: Sendable, Equatable {
+    public enum Invalidation: Sendable, Equatable, Hashable {
         /// The name in a folder (its dentry, negative or not).
         case entry(parent: UInt64, name: String)
         /// An inode's attributes and cached data (for a folder: its listing).
         case inode(UInt64)
     }
 
-    public func setInvalidator(_ body: @escaping @Sendable (Invalidation) -> Void) {
+    /// Where invalidations go (the bridge queues them and sends them after its reply).
+    public func setInvalidator(_ body: @escaping @Sendable ([Invalidation]) -> Void) {
         invalidator.withLock { $0 = body }
     }
 
     func invalidate(_ items: [Invalidation]) {
-        guard let send = invalidator.withLock({ $0 }) else { return }
-        for item in items { send(item) }
+        guard !items.isEmpty, let send = invalidator.withLock({ $0 }) else { return }
+        send(items)
     }
 
     /// Marks the library changed now (virtual folders take this as their mtime).
@@ -59,140 +123,17 @@ public final class FileSystem: Sendable {
         changedNs.withLock { $0 = max($0, now) }
     }
 
-    // MARK: resolving inode numbers
-
-    /// What a library object id is.
-    enum Object {
-        case album(Album)
-        case asset(Asset)
-        case scratch(ScratchFile)
+    func checkWritable() throws {
+        if options.readOnly { throw FSError(EROFS, "read-only mount", logged: false) }
     }
 
-    func object(_ id: Int64) throws -> Object? {
-        if let asset = try library.asset(id: id) { return .asset(asset) }
-        if let album = try library.album(id: id) { return .album(album) }
-        if let scratch = try library.scratchFile(id: id) { return .scratch(scratch) }
-        // A number handed out to a file whose bytes turned out to be a duplicate.
-        if let aliased = try library.aliasedAsset(ino: id), let asset = try library.asset(id: aliased) {
-            return .asset(asset)
-        }
-        return nil
-    }
-
-    /// Whether a node exists now. Date folders exist while they have assets.
-    func exists(_ node: Node) throws -> Bool {
-        switch node {
-        case .root, .albumsRoot, .allPhotos, .byDate, .smartAlbums, .smart: return true
-        case .year(let y): return try library.hasAssets(dayPrefix: y, divisor: 10000)
-        case .month(let m): return try library.hasAssets(dayPrefix: m, divisor: 100)
-        case .day(let d): return try library.hasAssets(dayPrefix: d, divisor: 1)
-        case .thumbnails(let folder):
-            guard let parent = Node(ino: folder) else { return false }
-            if case .object(let id) = parent { return try library.album(id: id) != nil }
-            return try exists(parent)
-        case .thumbnail(let asset): return try thumbnailFile(asset: asset) != nil
-        case .object(let id): return try object(id) != nil
-        }
-    }
-
-    /// The folder a folder is in (for `..`); nil for files and the root's parent.
-    func parent(of node: Node) throws -> Node? {
-        switch node {
-        case .root: return .root
-        case .albumsRoot, .allPhotos, .byDate, .smartAlbums: return .root
-        case .smart: return .smartAlbums
-        case .year: return .byDate
-        case .month(let m): return .year(m / 100)
-        case .day(let d): return .month(d / 100)
-        case .thumbnails(let folder): return Node(ino: folder)
-        case .thumbnail: return nil
-        case .object(let id):
-            guard let album = try library.album(id: id) else { return nil }
-            return album.parentID == 0 ? .albumsRoot : .object(album.parentID)
-        }
-    }
-
-    // MARK: attributes
-
-    public func getattr(_ ino: UInt64) throws -> Attributes {
-        guard let node = Node(ino: ino) else { throw FSError.noEntry("inode \(ino)") }
-        if let pending = pendingAttributes(ino) { return pending }
-        return try attributes(of: node)
-    }
-
-    func attributes(of node: Node) throws -> Attributes {
-        switch node {
-        case .object(let id):
-            guard let object = try object(id) else { throw FSError.noEntry("inode \(id)") }
-            return try attributes(of: object, ino: node.ino)
-        case .thumbnail(let id):
-            guard let file = try thumbnailFile(asset: id) else { throw FSError.noEntry("thumbnail of \(id)") }
-            return thumbnailAttributes(id, file)
-        case .year, .month, .day, .thumbnails:
-            guard try exists(node) else { throw FSError.noEntry("inode \(node.ino)") }
-            return virtualFolderAttributes(node)
-        default:
-            return virtualFolderAttributes(node)
-        }
-    }
-
-    func attributes(of object: Object, ino: UInt64) throws -> Attributes {
-        switch object {
-        case .asset(let asset): return attributes(of: asset)
-        case .album(let album):
-            var a = folderAttributes(ino: UInt64(album.id), writable: true, mtimeNs: album.mtimeNs, ctimeNs: album.changedNs)
-            if let mode = album.mode { a.permissions = mode & ~options.umask }
-            return a
-        case .scratch(let file): return try attributes(of: file)
-        }
-    }
-
-    func attributes(of asset: Asset, ino: UInt64? = nil) -> Attributes {
-        var a = fileAttributes(ino: ino ?? UInt64(asset.id), permissions: asset.mode ?? 0o644, size: asset.size,
-                               mtimeNs: asset.mtimeNanoseconds, ctimeNs: asset.changedNs)
-        a.nlink = UInt32(max(1, asset.links))
-        return a
-    }
-
-    func attributes(of file: ScratchFile) throws -> Attributes {
-        var st = stat()
-        guard lstat(library.scratchPath(file.id), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw FSError(EIO, "scratch file \(file.name) (\(file.id)) has lost its bytes (or is a link)")
-        }
-        var a = fileAttributes(ino: UInt64(file.id), permissions: file.mode & 0o7777, size: Int64(st.st_size),
-                               mtimeNs: st.st_mtim.nanoseconds,
-                               ctimeNs: max(file.changedNs, st.st_ctim.nanoseconds))
-        a.blocks = Int64(st.st_blocks)
-        return a
-    }
-
-    func fileAttributes(ino: UInt64, permissions: UInt32, size: Int64, mtimeNs: Int64, ctimeNs: Int64) -> Attributes {
-        Attributes(ino: ino, kind: .file, permissions: permissions & ~options.umask, nlink: 1,
-                   uid: options.uid, gid: options.gid, size: size, blocks: Attributes.blocks(forSize: size),
-                   atimeNs: mtimeNs, mtimeNs: mtimeNs, ctimeNs: ctimeNs)
-    }
-
-    /// Folders report one link: the count of their subfolders is not worth a query on
-    /// every stat, and 1 tells find(1) not to count on it (as btrfs does).
-    func folderAttributes(ino: UInt64, writable: Bool, mtimeNs: Int64, ctimeNs: Int64) -> Attributes {
-        Attributes(ino: ino, kind: .directory, permissions: (writable ? 0o755 : 0o555) & ~options.umask, nlink: 1,
-                   uid: options.uid, gid: options.gid, size: 4096, blocks: 8,
-                   atimeNs: mtimeNs, mtimeNs: mtimeNs, ctimeNs: ctimeNs)
-    }
-
-    func virtualFolderAttributes(_ node: Node) -> Attributes {
-        let time = changedNs.withLock { $0 }
-        return folderAttributes(ino: node.ino, writable: isWritableFolder(node), mtimeNs: time, ctimeNs: time)
-    }
-
-    /// Folders where something can be created or removed (modes matter with
-    /// `default_permissions`). Read-only smart albums and `.thumbnails/` are 0555.
-    func isWritableFolder(_ node: Node) -> Bool {
-        switch node {
-        case .thumbnails: return false
-        case .smart(let album):
-            return [.favorites, .hidden, .recentlyDeleted].contains(album)
-        default: return true
+    /// An inode number for a file being created, from a block the library reserved (one
+    /// durable transaction per 256 files; unused numbers of a block are never handed out
+    /// again).
+    func newInodeNumber() throws -> Int64 {
+        try idBlock.withLock { block in
+            if block.isEmpty { block = try library.reserveIDs(256) }
+            return block.popFirst()!
         }
     }
 
@@ -212,8 +153,7 @@ public final class FileSystem: Sendable {
     /// The figures of the disk the library is on, so that free space is right on every
     /// client.
     public func statfs() throws -> FilesystemStats {
-        var s = statvfs()
-        guard statvfs(library.paths.root, &s) == 0 else { throw FSError(errno, "statfs of the library failed") }
+        let s = try explained("statfs of the library") { try SystemCalls.fileSystemStatus(library.root) }
         return FilesystemStats(blockSize: UInt64(s.f_bsize), fragmentSize: UInt64(s.f_frsize), blocks: UInt64(s.f_blocks),
                                blocksFree: UInt64(s.f_bfree), blocksAvailable: UInt64(s.f_bavail),
                                files: UInt64(s.f_files), filesFree: UInt64(s.f_ffree), nameMax: UInt64(Names.maxBytes))

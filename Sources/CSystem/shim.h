@@ -29,6 +29,21 @@ static inline ssize_t shim_copy_file_range(int fd_in, off_t *off_in, int fd_out,
 }
 
 extern int pipe2(int pipefd[2], int flags);
+extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
+
+// rename that fails with EEXIST instead of replacing (RENAME_NOREPLACE).
+static inline int shim_renameat_noreplace(int olddir, const char *oldname, int newdir, const char *newname) {
+    return renameat2(olddir, oldname, newdir, newname, 1);
+}
+
+// Opens a folder below `dirfd` as a handle for the *at calls (O_PATH): never through
+// a link, never outside.
+static inline int shim_open_folder_beneath(int dirfd, const char *path) {
+    struct open_how how = {0};
+    how.flags = 010000000 /* O_PATH */ | 0200000 /* O_DIRECTORY */ | 02000000 /* O_CLOEXEC */;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
 extern int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags);
 
 // Starts writeback of a range without waiting for it (SYNC_FILE_RANGE_WRITE).

@@ -10,53 +10,51 @@ final class Bridge: @unchecked Sendable {
     let fs: FileSystem
     let entryTimeout: Double
     let attrTimeout: Double
-    /// Set once the session exists; used to send invalidations.
+    /// Set once the session exists and INIT is answered; used to send invalidations.
     var session: OpaquePointer?
     /// Invalidations are sent from here, never from inside a request handler: the kernel
-    /// may hold locks of the very inodes a handler would invalidate.
+    /// may hold locks of the very inodes a handler would invalidate (a rename holds both
+    /// folders'), and the notification would wait for them forever. The handler queues
+    /// them before it replies; this queue sends them after, in order.
     private let notifier = DispatchQueue(label: "albumfs.invalidate")
-
-    /// Imports files that servers keep open after their last write (see
-    /// `FileSystem.importSettledFiles`).
-    private let settler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "albumfs.settle"))
 
     init(fs: FileSystem) {
         self.fs = fs
         entryTimeout = fs.options.cacheSeconds
         attrTimeout = fs.options.cacheSeconds
-        fs.setInvalidator { [unowned self] item in self.enqueue(item) }
-        settler.schedule(deadline: .now() + 1, repeating: 1)
-        settler.setEventHandler { [fs] in
-            fs.importSettledFiles()
-            fs.makeQueuedThumbnails()
-        }
-        settler.resume()
+        fs.setInvalidator { [unowned self] items in self.enqueue(items) }
     }
 
     static func from(_ req: fuse_req_t?) -> Bridge {
         Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue().bridge!
     }
 
-    private func enqueue(_ item: FileSystem.Invalidation) {
+    private func enqueue(_ items: [FileSystem.Invalidation]) {
         notifier.async { [self] in
             guard let session else { return }
-            switch item {
-            case .entry(let parent, let name):
-                _ = name.withCString { fuse_lowlevel_notify_inval_entry(session, parent, $0, strlen($0)) }
-            case .inode(let ino):
-                _ = fuse_lowlevel_notify_inval_inode(session, ino, 0, 0)
+            for item in items {
+                switch item {
+                case .entry(let parent, let name):
+                    _ = name.withCString { fuse_lowlevel_notify_inval_entry(session, parent, $0, strlen($0)) }
+                case .inode(let ino):
+                    _ = fuse_lowlevel_notify_inval_inode(session, ino, 0, 0)
+                }
             }
         }
     }
 
-    /// Runs an operation; any error becomes one errno reply (and a log line when it is
-    /// a refusal worth one). `body` replies itself on success.
+    /// Runs an operation; any error becomes one errno reply, and a log line with its
+    /// whole chain of causes when it is a refusal worth one. `body` replies itself on
+    /// success.
     func handle(_ req: fuse_req_t?, _ what: @autoclosure () -> String, _ body: () throws -> Void) {
         do {
             try body()
         } catch {
             let failure = FSError.from(error)
-            if failure.logged { Log.warning("\(what()): \(failure.description)") }
+            if failure.logged {
+                Log.warning("\(what()): \(failure.description)")
+                Log.debug("  raised at \(failure.location)")
+            }
             fuse_reply_err(req, failure.errno)
         }
     }
@@ -79,19 +77,26 @@ final class Bridge: @unchecked Sendable {
         return st
     }
 
-    func entry(_ a: Attributes) -> fuse_entry_param {
+    func entry(_ a: Attributes, cacheName: Bool = true) -> fuse_entry_param {
         var e = fuse_entry_param()
         e.ino = a.ino
         e.generation = 0  // numbers are never reused
         e.attr = stat(a)
         e.attr_timeout = attrTimeout
-        e.entry_timeout = entryTimeout
+        e.entry_timeout = cacheName ? entryTimeout : 0
         return e
     }
 
-    func replyEntry(_ req: fuse_req_t?, _ a: Attributes) {
-        var e = entry(a)
+    func replyEntry(_ req: fuse_req_t?, _ a: Attributes, cacheName: Bool = true) {
+        var e = entry(a, cacheName: cacheName)
         fuse_reply_entry(req, &e)
+    }
+
+    /// A lookup's reply. A name found in another case or Unicode normalization than the
+    /// file has is not kept by the kernel: removing or renaming the file invalidates
+    /// only its own name, and the other spelling would stay cached for an hour.
+    func replyFound(_ req: fuse_req_t?, _ found: FileSystem.Found, asked: [UInt8]) {
+        replyEntry(req, found.attributes, cacheName: Array(found.name.utf8) == asked)
     }
 
     func replyAttr(_ req: fuse_req_t?, _ a: Attributes) {

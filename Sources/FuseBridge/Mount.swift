@@ -14,8 +14,10 @@ public struct MountRequest: Sendable {
     /// Options handed to libfuse and mount(2): allow_other, default_permissions, ro, ...
     public var kernelOptions: [String] = []
     public var logPath: String?
-    /// The program that runs `thumbnail-worker` (default: this one).
+    /// The program that runs `decoder-worker` (default: this one).
     public var workerExecutable: String?
+    /// Whether `umask=` was given (with `allow_other` the default is stricter).
+    public var umaskGiven = false
 
     public init(library: String, mountpoint: String) {
         self.library = library
@@ -52,7 +54,15 @@ public enum FuseMount {
         var args = ["albumfs"]
         if request.debug { args.append("-d") }
         var kernel = ["fsname=\(request.library)", "subtype=albumfs"] + request.kernelOptions
-        if request.options.readOnly && !kernel.contains("ro") { kernel.append("ro") }
+        var options = request.options
+        if kernel.contains("allow_other") {
+            // Other users get exactly what the modes allow, never more: the kernel checks
+            // them on every access, and set-id bits and device files mean nothing here.
+            options.allowOther = true
+            for forced in ["default_permissions", "nosuid", "nodev"] where !kernel.contains(forced) { kernel.append(forced) }
+            if !request.umaskGiven { options.umask = 0o027 }
+        }
+        if options.readOnly && !kernel.contains("ro") { kernel.append("ro") }
         args += ["-o", kernel.map { $0.replacingOccurrences(of: ",", with: "\\,") }.joined(separator: ",")]
 
         let placeholder = FileSystemBox()
@@ -83,22 +93,18 @@ public enum FuseMount {
             _ = shim_exit_with_parent(SIGTERM)
         }
         configureLog(request)
-        let library: Library
+        // The serving process builds the whole core (library, decoders, schedule) and
+        // hands it to the bridge, which only translates.
+        let fs: FileSystem
         do {
-            library = try Library.open(at: request.library, access: .exclusive, lock: lock)
+            fs = try FileSystem.forMount(library: request.library, lock: lock, options: options,
+                                         workerExecutable: request.workerExecutable)
         } catch {
             Log.error("cannot open the library \(request.library): \(error)")
             fuse_session_unmount(session)
             throw MountError("cannot open the library: \(error)")
         }
-        MetadataReader.initialize()
-        // Decoders run in worker processes of this same binary (albumfs thumbnail-worker).
-        let workers = ThumbnailWorkerPool.ofThisProgram(executable: request.workerExecutable)
-        let background = ThumbnailWorkerPool.ofThisProgram(executable: request.workerExecutable, count: 1, nice: 19)
-        let fs = FileSystem(library: library, options: request.options, thumbnailMaker: workers,
-                            backgroundThumbnailMaker: background)
         let bridge = Bridge(fs: fs)
-        bridge.session = session
         placeholder.bridge = bridge
 
         guard fuse_set_signal_handlers(session) == 0 else {
@@ -116,6 +122,8 @@ public enum FuseMount {
             fuse_session_unmount(session)
             throw MountError("cannot start the FUSE session: INIT failed (\(reason))")
         }
+        // INIT is answered: from here the notifier may write to /dev/fuse.
+        bridge.session = session
         if passthrough == 1 {
             fs.enablePassthrough(SessionBackingFiles(session: session))
         } else if request.options.passthrough == true {
@@ -123,6 +131,7 @@ public enum FuseMount {
         }
         Log.info("mounted \(request.library) on \(request.mountpoint)" + (passthrough == 1 ? " (reads in passthrough)" : ""))
         let rc = shim_loop_mt(session, 1, 8, 16)
+        fs.stopSchedule()
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
         Log.info("unmounted \(request.mountpoint)\(rc != 0 ? " (loop ended with \(rc))" : "")")
@@ -204,8 +213,8 @@ final class SessionBackingFiles: BackingFiles, @unchecked Sendable {
 
     init(session: OpaquePointer) { self.session = session }
 
-    func register(fd: Int32) -> Int32? {
-        let id = shim_backing_open(session, fd)
+    func register(_ file: FileDescriptor) -> Int32? {
+        let id = shim_backing_open(session, file.raw)
         if id > 0 { return id }
         let reason = String(cString: strerror(errno))
         let first = refusedOnce.withLock { seen -> Bool in

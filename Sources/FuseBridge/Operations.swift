@@ -16,7 +16,8 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.lookup = { req, parent, name in
         let b = Bridge.from(req)
         b.handle(req, "lookup \(display(name)) in \(parent)") {
-            b.replyEntry(req, try b.fs.lookup(parent: parent, name: bytes(name)))
+            let asked = bytes(name)
+            b.replyFound(req, try b.fs.lookup(parent: parent, name: asked), asked: asked)
         }
     }
     ops.forget = { req, _, _ in fuse_reply_none(req) }
@@ -45,8 +46,10 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         let b = Bridge.from(req)
         b.handle(req, "read \(ino)") {
             let source = try b.fs.read(handle: shim_fi_fh(fi), size: size, offset: Int64(offset))
-            shim_reply_fd(req, source.fd, off_t(source.offset), source.size)
-            if source.closeAfter { close(source.fd) }
+            // The descriptor stays open (pinned by `source`) until the reply is spliced.
+            withExtendedLifetime(source) {
+                _ = shim_reply_fd(req, source.file.raw, off_t(source.offset), source.size)
+            }
         }
     }
     ops.release = { req, _, fi in
@@ -240,10 +243,23 @@ private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size:
     for entry in entries {
         let needed: Int = entry.name.withCString { name in
             if plus {
-                var e = b.entry(entry.attributes)
+                var e: fuse_entry_param
+                if let attributes = entry.attributes {
+                    e = b.entry(attributes)
+                } else {
+                    // Attributes that would mean waiting (a thumbnail not made yet): node id
+                    // 0 lists the name and number without a lookup; a stat makes it.
+                    e = fuse_entry_param()
+                    e.attr.st_ino = UInt(entry.ino)
+                    e.attr.st_mode = Glibc.S_IFREG
+                }
                 return fuse_add_direntry_plus(req, buffer + used, size - used, name, &e, off_t(entry.cookie))
             } else {
-                var st = b.stat(entry.attributes)
+                var st = Glibc.stat()
+                if let attributes = entry.attributes { st = b.stat(attributes) } else {
+                    st.st_ino = UInt(entry.ino)
+                    st.st_mode = Glibc.S_IFREG
+                }
                 return fuse_add_direntry(req, buffer + used, size - used, name, &st, off_t(entry.cookie))
             }
         }

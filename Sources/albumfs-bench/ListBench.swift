@@ -12,7 +12,7 @@ enum ListBench {
         var folders: [(String, Int)] = []
         var made = 0
         for size in sizes {
-            let album = try library.createAlbum(named: "Album \(size)", in: 0)
+            let album = try library.write { try $0.createAlbum(named: "Album \(size)", in: 0) }
             let items = DataSets.assets(size, prefix: "A\(size)_").map { item -> SyntheticAsset in
                 var plain = item
                 plain.kinds = []; plain.hidden = false; plain.trashed = false

@@ -27,11 +27,11 @@ enum ReadBench {
         guard let asset = try library.importFile(at: video, originalName: "big-video.mp4", destination: .library).asset else {
             throw BenchError("the video was refused")
         }
-        let blob = library.blobs.path(for: asset.sha256)
+        let blob = library.files.absolute(.blob(asset.sha256))
         _ = consume library
         try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(path)) \(Harness.q(card))")
         let reader = try Library.open(at: path, access: .reader)
-        let photoBlobs = try reader.assets(in: .allPhotos).filter { $0.name.hasPrefix("IMG_") }.map { reader.blobs.path(for: $0.sha256) }
+        let photoBlobs = try reader.assets(in: .allPhotos).filter { $0.name.hasPrefix("IMG_") }.map { reader.files.absolute(.blob($0.sha256)) }
 
         // passthrough_ll over a folder holding the same files.
         let source = dir + "/read.passthrough-source"

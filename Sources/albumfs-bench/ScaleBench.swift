@@ -10,7 +10,7 @@ enum ScaleBench {
         for size in sizes {
             let path = dir + "/scale-\(size).library"
             let (library, sha) = try DataSets.library(at: path, seed: seed)
-            let small = try library.createAlbum(named: "Small", in: 0)
+            let small = try library.write { try $0.createAlbum(named: "Small", in: 0) }
             try library.addSyntheticAssets(DataSets.assets(20, prefix: "S_"), sha256: sha, album: small.id)
             try library.addSyntheticAssets(DataSets.assets(size - 21), sha256: sha)
             _ = consume library  // the mount takes the library's lock

@@ -23,13 +23,13 @@ final class CheckAndCrashTests: XCTestCase {
         let library = try Library.open(at: lib, access: .reader)
         let altered = try XCTUnwrap(try library.asset(named: "DSCN0010.jpg"))
         let removed = try XCTUnwrap(try library.asset(named: "DSCN0012.jpg"))
-        let alteredPath = library.blobs.path(for: altered.sha256)
+        let alteredPath = library.files.absolute(.blob(altered.sha256))
         chmod(alteredPath, 0o600)
         let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: alteredPath))
         try handle.seek(toOffset: 1000)
         handle.write(Data([0x00, 0x01, 0x02]))
         try handle.close()
-        XCTAssertEqual(unlink(library.blobs.path(for: removed.sha256)), 0)
+        XCTAssertEqual(unlink(library.files.absolute(.blob(removed.sha256))), 0)
 
         let check = try Processes.albumfs("check", lib)
         XCTAssertEqual(check.status, 1)
@@ -79,8 +79,8 @@ final class CheckAndCrashTests: XCTestCase {
         XCTAssertEqual(try library.album(path: ["card"]).map { try library.members(ofAlbum: $0.id).count }, count)
         XCTAssertTrue(try library.check().isHealthy)
         _ = try library.gc()
-        XCTAssertEqual(library.blobs.allHashes().count, count, "gc removes orphans a kill left")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: library.paths.staging), [],
+        XCTAssertEqual(try library.blobs.allFiles().map(\.name).count, count, "gc removes orphans a kill left")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: library.files.absolute(.staging)), [],
                        "staging is cleaned when the library is opened for writing")
     }
 }

@@ -30,20 +30,20 @@ final class LibraryModelTests: XCTestCase {
     func testImportingTheSamplesTwiceAddsNothing() throws {
         for s in Samples.media { try importSample(s.path) }
         let first = try library.stats()
-        let blobs = library.blobs.allHashes().count
+        let blobs = try library.blobs.allFiles().map(\.name).count
         for s in Samples.media {
             guard case .duplicate = try importSample(s.path) else { return XCTFail("\(s.path) imported twice") }
         }
         let second = try library.stats()
         XCTAssertEqual(first.assets, second.assets)
         XCTAssertEqual(first.versions, second.versions)
-        XCTAssertEqual(blobs, library.blobs.allHashes().count)
+        XCTAssertEqual(blobs, try library.blobs.allFiles().map(\.name).count)
         XCTAssertEqual(first.assets, Samples.media.count)
     }
 
     func testSameFileInTwoAlbumsIsOneAssetWithTwoMemberships() throws {
-        let a = try library.createAlbum(named: "A", in: 0)
-        let b = try library.createAlbum(named: "B", in: 0)
+        let a = try library.write { try $0.createAlbum(named: "A", in: 0) }
+        let b = try library.write { try $0.createAlbum(named: "B", in: 0) }
         let first = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0010.jpg", album: a.id).asset)
         let outcome = try importSample("photos/jpg/gps/DSCN0010.jpg", album: b.id)
         guard case .duplicate(let second, _, let restored) = outcome else { return XCTFail("not a duplicate") }
@@ -58,7 +58,7 @@ final class LibraryModelTests: XCTestCase {
         XCTAssertEqual(try library.memberships(ofAsset: first.id).count, 2)
 
         // Deleting from one album leaves the asset, in the other album and in All Photos.
-        try library.removeMembership(album: a.id, name: "DSCN0010.jpg")
+        try library.write { try $0.removeMembership(album: a.id, name: "DSCN0010.jpg") }
         XCTAssertEqual(try library.asset(id: first.id)?.links, 1)
         XCTAssertEqual(try library.assets(in: .allPhotos).map(\.id), [first.id])
         XCTAssertEqual(try library.members(ofAlbum: b.id).map(\.1.id), [first.id])
@@ -66,18 +66,18 @@ final class LibraryModelTests: XCTestCase {
     }
 
     func testTrashAndRestoreKeepMemberships() throws {
-        let album = try library.createAlbum(named: "Trip", in: 0)
+        let album = try library.write { try $0.createAlbum(named: "Trip", in: 0) }
         let asset = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0012.jpg", album: album.id).asset)
-        try library.trash(asset.id)
+        try library.write { try $0.trash(asset.id) }
         XCTAssertTrue(try library.assets(in: .allPhotos).isEmpty)
         XCTAssertTrue(try library.members(ofAlbum: album.id).isEmpty, "a trashed asset shows only in Recently Deleted")
         XCTAssertEqual(try library.assets(in: .smart(.recentlyDeleted)).map(\.id), [asset.id])
-        try library.restore(asset.id)
+        try library.write { try $0.restore(asset.id) }
         XCTAssertEqual(try library.members(ofAlbum: album.id).map(\.1.id), [asset.id])
         XCTAssertTrue(try library.assets(in: .smart(.recentlyDeleted)).isEmpty)
 
         // Importing the same bytes again restores a trashed asset, with its albums.
-        try library.trash(asset.id)
+        try library.write { try $0.trash(asset.id) }
         guard case .duplicate(_, _, let restored) = try importSample("photos/jpg/gps/DSCN0012.jpg") else {
             return XCTFail("not a duplicate")
         }
@@ -88,7 +88,7 @@ final class LibraryModelTests: XCTestCase {
     func testDeletePermanentlyAndGCFreesTheBlob() throws {
         let asset = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0021.jpg").asset)
         XCTAssertTrue(library.blobs.exists(asset.sha256))
-        try library.trash(asset.id)
+        try library.write { try $0.trash(asset.id) }
         XCTAssertEqual(try library.gc().removedBlobs, 0, "gc keeps what is in Recently Deleted for 30 days")
         XCTAssertEqual(try library.gc(now: nowSeconds() + 31 * 86400).purgedAssets, 1)
         XCTAssertFalse(library.blobs.exists(asset.sha256))
@@ -108,56 +108,62 @@ final class LibraryModelTests: XCTestCase {
         XCTAssertEqual(try library.asset(named: nfd)?.id, one.id)
         XCTAssertEqual(try library.asset(named: "CAF\u{C9} (2).jpg")?.id, two.id)
         // The suffix never changes afterwards, even when the first name is freed.
-        try library.deletePermanently(one.id)
+        try library.write { try $0.deleteAsset(one.id) }
         XCTAssertEqual(try library.asset(id: two.id)?.name, "CAFE\u{301} (2).JPG")
 
-        let album = try library.createAlbum(named: "Été", in: 0)
-        XCTAssertThrowsError(try library.createAlbum(named: "E\u{301}T\u{C9}", in: 0)) { error in
+        let album = try library.write { try $0.createAlbum(named: "Été", in: 0) }
+        XCTAssertThrowsError(try library.write { try $0.createAlbum(named: "E\u{301}T\u{C9}", in: 0) }) { error in
             XCTAssertEqual((error as? LibraryError)?.errno, EEXIST)
         }
         XCTAssertEqual(try library.album(named: "e\u{301}té", in: 0)?.id, album.id)
     }
 
     func testAlbumsNestRenameMoveAndDelete() throws {
-        let trips = try library.createAlbum(named: "Trips", in: 0)
-        let rome = try library.createAlbum(named: "Rome 2024", in: trips.id)
+        let trips = try library.write { try $0.createAlbum(named: "Trips", in: 0) }
+        let rome = try library.write { try $0.createAlbum(named: "Rome 2024", in: trips.id) }
         XCTAssertEqual(try library.album(path: ["Trips", "Rome 2024"])?.id, rome.id)
         XCTAssertEqual(try library.albumPath(id: rome.id), ["Trips", "Rome 2024"])
         try importSample("photos/jpg/gps/DSCN0010.jpg", album: rome.id)
 
-        XCTAssertThrowsError(try library.deleteAlbum(id: trips.id)) { XCTAssertEqual(($0 as? LibraryError)?.errno, ENOTEMPTY) }
-        XCTAssertThrowsError(try library.moveAlbum(id: trips.id, to: rome.id, name: "Loop")) {
+        XCTAssertThrowsError(try library.write { try $0.deleteAlbum(id: trips.id) }) { XCTAssertEqual(($0 as? LibraryError)?.errno, ENOTEMPTY) }
+        XCTAssertThrowsError(try library.write { try $0.moveAlbum(id: trips.id, to: rome.id, name: "Loop") }) {
             XCTAssertEqual(($0 as? LibraryError)?.errno, EINVAL)
         }
-        try library.moveAlbum(id: rome.id, to: 0, name: "Roma")
+        try library.write { try $0.moveAlbum(id: rome.id, to: 0, name: "Roma") }
         XCTAssertEqual(try library.album(path: ["Roma"])?.id, rome.id)
         XCTAssertEqual(try library.members(ofAlbum: rome.id).count, 1)
-        try library.deleteAlbum(id: trips.id)
+        try library.write { try $0.deleteAlbum(id: trips.id) }
         XCTAssertNil(try library.album(id: trips.id))
 
         // "Save to album X, creating it if missing."
-        let created = try XCTUnwrap(try library.ensureAlbum(path: ["Family", "2024"]))
-        XCTAssertEqual(try library.ensureAlbum(path: ["family", "2024"])?.id, created.id)
+        let created = try XCTUnwrap(try library.write { try $0.ensureAlbum(path: ["Family", "2024"]) })
+        XCTAssertEqual(try library.write { try $0.ensureAlbum(path: ["family", "2024"])?.id }, created.id)
     }
 
     func testObjectIDsAreNeverReused() throws {
-        let a = try library.createAlbum(named: "A", in: 0)
-        try library.deleteAlbum(id: a.id)
-        let b = try library.createAlbum(named: "A", in: 0)
+        let a = try library.write { try $0.createAlbum(named: "A", in: 0) }
+        try library.write { try $0.deleteAlbum(id: a.id) }
+        let b = try library.write { try $0.createAlbum(named: "A", in: 0) }
         XCTAssertGreaterThan(b.id, a.id)
         let reserved = try library.reserveIDs(10)
-        let c = try library.createAlbum(named: "C", in: 0)
+        let c = try library.write { try $0.createAlbum(named: "C", in: 0) }
         XCTAssertGreaterThanOrEqual(c.id, reserved.upperBound)
     }
 
     func testNewVersionKeepsTheOldOne() throws {
-        let album = try library.createAlbum(named: "A", in: 0)
+        let album = try library.write { try $0.createAlbum(named: "A", in: 0) }
         let asset = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0010.jpg", album: album.id).asset)
-        let staged = try library.staging.copy(from: sample("photos/jpg/gps/DSCN0025.jpg"))
-        let edited = try library.commitVersion(staged, of: asset.id)
+        // A new version is new bytes placed as a blob, and the rows in one transaction.
+        let staged = try Staging(files: library.files).copy(from: sample("photos/jpg/gps/DSCN0025.jpg"))
+        let metadata = try InProcessMetadata().metadata(of: staged.descriptor, format: .jpeg)
+        _ = try library.blobs.place(staged.path, descriptor: staged.descriptor, sha256: staged.sha256)
+        let edited = try library.write { tx in
+            try tx.addVersion(of: asset.id, sha256: staged.sha256, size: staged.size, metadata: metadata, mtimeNs: 1_000_000_000)
+        }
         XCTAssertEqual(edited.id, asset.id)
         XCTAssertEqual(edited.version, 2)
-        XCTAssertEqual(edited.takenAt, asset.takenAt, "an edit keeps the capture date")
+        XCTAssertEqual(edited.takenAt, metadata.capture?.instant, "the capture date is read again from the new bytes")
+        XCTAssertEqual(edited.mtimeNanoseconds, 1_000_000_000, "st_mtime is the write's")
         XCTAssertEqual(try library.versions(of: asset.id).map(\.sha256), [asset.sha256, edited.sha256])
         XCTAssertTrue(library.blobs.exists(asset.sha256))
         XCTAssertEqual(try library.members(ofAlbum: album.id).first?.1.sha256, edited.sha256)
@@ -169,8 +175,8 @@ final class LibraryModelTests: XCTestCase {
         let plain = try XCTUnwrap(try importSample("photos/tiff/Arbitro.tiff").asset)
         XCTAssertEqual(plain.takenSource, .fileTime)
         let when: Int64 = 1_500_000_000 * 1_000_000_000 + 123
-        try library.setMtime(exif.id, nanoseconds: when)
-        try library.setMtime(plain.id, nanoseconds: when)
+        try library.write { try $0.setMtime(exif.id, nanoseconds: when) }
+        try library.write { try $0.setMtime(plain.id, nanoseconds: when) }
         let e = try XCTUnwrap(try library.asset(id: exif.id)), p = try XCTUnwrap(try library.asset(id: plain.id))
         XCTAssertEqual(e.takenAt, exif.takenAt)
         XCTAssertEqual(e.mtimeNanoseconds, when)
@@ -184,8 +190,8 @@ final class LibraryModelTests: XCTestCase {
             guard case .refused = try importSample(s.path) else { return XCTFail("\(s.path) not refused") }
         }
         XCTAssertEqual(try library.stats().assets, 0)
-        XCTAssertTrue(library.blobs.allHashes().isEmpty)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: library.paths.staging), [])
+        XCTAssertTrue(try library.blobs.allFiles().map(\.name).isEmpty)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: library.files.absolute(.staging)), [])
     }
 
     func testLibraryFilesArePrivate() throws {
@@ -195,16 +201,16 @@ final class LibraryModelTests: XCTestCase {
             return st.st_mode & 0o777
         }
         let asset = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0010.jpg").asset)
-        XCTAssertEqual(mode(library.paths.root), 0o700)
-        XCTAssertEqual(mode(library.paths.database), 0o600)
-        XCTAssertEqual(mode(library.paths.originals), 0o700)
-        XCTAssertEqual(mode(library.blobs.path(for: asset.sha256)), 0o400)
+        XCTAssertEqual(mode(library.root), 0o700)
+        XCTAssertEqual(mode(library.files.absolute(.database)), 0o600)
+        XCTAssertEqual(mode(library.files.absolute(.originals)), 0o700)
+        XCTAssertEqual(mode(library.files.absolute(.blob(asset.sha256))), 0o400)
     }
 
     func testSecondExclusiveOpenIsRefused() throws {
-        XCTAssertThrowsError(try Library.open(at: library.paths.root, access: .exclusive)) { error in
-            XCTAssertEqual(error as? LibraryError, .locked(library.paths.root))
+        XCTAssertThrowsError(try Library.open(at: library.root, access: .exclusive)) { error in
+            XCTAssertEqual(error as? LibraryError, .locked(library.root))
         }
-        XCTAssertNoThrow(try Library.open(at: library.paths.root, access: .reader))
+        XCTAssertNoThrow(try Library.open(at: library.root, access: .reader))
     }
 }

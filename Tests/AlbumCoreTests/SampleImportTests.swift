@@ -88,8 +88,8 @@ final class SampleImportTests: XCTestCase {
             XCTAssertFalse(why.isEmpty, sample.path)
         }
         XCTAssertEqual(try library.stats().assets, 0)
-        XCTAssertTrue(library.blobs.allHashes().isEmpty, "a refused file left a blob")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: library.paths.staging), [])
+        XCTAssertTrue(try library.blobs.allFiles().map(\.name).isEmpty, "a refused file left a blob")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: library.files.absolute(.staging)), [])
     }
 
     func testSmartAlbumKindsOfSamples() throws {

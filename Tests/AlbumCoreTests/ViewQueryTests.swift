@@ -37,9 +37,9 @@ final class ViewQueryTests: XCTestCase {
         let favorite = try sample("photos/jpg/gps/DSCN0012.jpg")
         let hidden = try sample("photos/jpg/gps/DSCN0021.jpg")
         let trashed = try sample("photos/jpg/gps/DSCN0025.jpg")
-        try library.setFavorite(favorite.id, true)
-        try library.setHidden(hidden.id, true)
-        try library.trash(trashed.id)
+        try library.write { try $0.setFavorite(favorite.id, true) }
+        try library.write { try $0.setHidden(hidden.id, true) }
+        try library.write { try $0.trash(trashed.id) }
 
         let selfiePath = temp.sub("IMG_0100.JPG")
         try MediaFactory.image(at: selfiePath, width: 300, height: 400, exif: [
@@ -118,8 +118,8 @@ final class ViewQueryTests: XCTestCase {
         // The nine Nikon COOLPIX P6000 photos of 22 October 2008, and truncated.jpg (a cut copy of one).
         XCTAssertEqual(gpsDay.count, 10)
         XCTAssertEqual(Set(gpsDay), Set(all.filter { $0.takenDay == 20081022 }.map(\.name)))
-        XCTAssertTrue(try library.hasAssets(dayPrefix: 2008, divisor: 10000))
-        XCTAssertFalse(try library.hasAssets(dayPrefix: 1901, divisor: 10000))
+        XCTAssertTrue(try library.read { try $0.hasAssets(dayPrefix: 2008, divisor: 10000) })
+        XCTAssertFalse(try library.read { try $0.hasAssets(dayPrefix: 1901, divisor: 10000) })
 
         // The day is the capture's own: 2021-04-11 15:47:53 at -05:00 is on the 11th, not the 12th UTC.
         let heic = try XCTUnwrap(try library.asset(named: "IMG_5195.HEIC"))

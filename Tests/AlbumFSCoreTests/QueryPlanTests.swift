@@ -21,8 +21,8 @@ final class QueryPlanTests: XCTestCase {
     /// the filesystem core over it.
     func build() throws {
         library = try Library.create(at: temp.sub("lib"))
-        let trips = try library.createAlbum(named: "Trips", in: 0)
-        let rome = try library.createAlbum(named: "Rome", in: trips.id)
+        let trips = try library.write { try $0.createAlbum(named: "Trips", in: 0) }
+        let rome = try library.write { try $0.createAlbum(named: "Rome", in: trips.id) }
         let template = try XCTUnwrap(try library.importFile(
             at: Samples.directory + "/photos/jpg/gps/DSCN0010.jpg", originalName: "DSCN0010.jpg",
             destination: ImportDestination(album: rome.id)).asset)
@@ -59,7 +59,7 @@ final class QueryPlanTests: XCTestCase {
             guard let last = page.last else { break }
             after = last.cookie
             for entry in page where entry.name != "." && entry.name != ".." {
-                let attributes = try fs.lookup(parent: ino, name: Array(entry.name.utf8))
+                let attributes = try fs.lookup(parent: ino, name: Array(entry.name.utf8)).attributes
                 _ = try fs.getattr(attributes.ino)
                 if attributes.kind == .directory {
                     if depth < 6 { try browse(attributes.ino, depth: depth + 1) }
@@ -87,7 +87,7 @@ final class QueryPlanTests: XCTestCase {
         XCTAssertGreaterThan(statements.count, 10, "browsing should have prepared the view and album queries")
         var offenders: [String] = []
         for sql in statements.sorted() {
-            let plan = try library.read { try $0.queryPlan(sql) }
+            let plan = try library.read { try $0.db.queryPlan(sql) }
             let paged = sql.contains("LIMIT")
             for step in plan {
                 let fullScan = step.range(of: #"^SCAN \w+( AS \w+)?$"#, options: .regularExpression) != nil

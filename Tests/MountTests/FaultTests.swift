@@ -102,7 +102,7 @@ final class FaultTests: XCTestCase {
                 XCTAssertEqual(try library.memberships(ofAsset: asset.id).map(\.albumID), [album.id], name)
                 let trashed = (i == 0 && steps.contains("trash") && !steps.contains("restore")) || (i == 1 && steps.contains("trash1"))
                 XCTAssertEqual(asset.isTrashed, trashed, "round \(r): \(name) trashed after \(steps.sorted())")
-                let bytes = try Data(contentsOf: URL(fileURLWithPath: library.blobs.path(for: asset.sha256)))
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: library.files.absolute(.blob(asset.sha256))))
                 XCTAssertEqual(bytes, try Data(contentsOf: URL(fileURLWithPath: "\(photos)/\(name)")), name)
             }
         }
@@ -117,7 +117,7 @@ final class FaultTests: XCTestCase {
             try MediaFactory.image(at: path, width: 400, height: 300, exif: ["exif-ifd2-DateTimeOriginal": "2020:01:01 10:00:\(String(format: "%02d", i))"])
             let asset = try XCTUnwrap(try library.importFile(at: path, originalName: "g\(i).jpg", destination: .library).asset)
             if i % 2 == 0 {
-                try library.trash(asset.id)
+                try library.write { try $0.trash(asset.id) }
                 purged.append(asset.sha256)
             } else {
                 kept.append(asset.sha256)
@@ -197,7 +197,7 @@ final class FaultTests: XCTestCase {
         XCTAssertTrue(try Processes.albumfs("import", lib, "--album", "A", gps + "/DSCN0010.jpg", gps + "/DSCN0012.jpg",
                                             gps + "/DSCN0021.jpg", gps + "/DSCN0025.jpg").ok)
         let library = try Library.open(at: lib, access: .reader)
-        func blob(_ name: String) throws -> String { library.blobs.path(for: try XCTUnwrap(try library.asset(named: name)).sha256) }
+        func blob(_ name: String) throws -> String { library.files.absolute(.blob(try XCTUnwrap(try library.asset(named: name)).sha256)) }
         let altered = try blob("DSCN0010.jpg"), removed = try blob("DSCN0012.jpg"), linked = try blob("DSCN0021.jpg")
         chmod(altered, 0o600)
         let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: altered))

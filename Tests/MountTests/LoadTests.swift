@@ -32,16 +32,35 @@ final class LoadTests: XCTestCase {
 
     static let shared = ["S0", "S1", "S2"]
 
-    /// What one client expects of the library.
+    /// What one client expects of the library. Each client copies its own photos, so the
+    /// assets of one client's bytes are its own: the first copy makes an asset; a copy of
+    /// the same bytes into a folder that does not show such an asset adds the first of
+    /// them there (and restores it); into a folder that shows one already, it makes a
+    /// new asset sharing the blob (PRODUCT.md section 3, "Import rules").
     struct Model {
         struct AssetState {
+            var photo: String                 // the source photo (its bytes)
             var displayName: String
             var entries: Set<String> = []     // "album/name"
             var favorite = false
             var trashed = false
         }
-        var assets: [String: AssetState] = [:]   // by source photo name
+        var assets: [AssetState] = []        // in the order they were made
         var ownAlbums: Set<String> = []
+
+        /// Where a copy of `photo` into `album` as `name` lands.
+        mutating func copied(_ photo: String, into album: String, as name: String) {
+            let holders = assets.indices.filter { assets[$0].photo == photo }
+            let shown = holders.contains { i in !assets[i].trashed && assets[i].entries.contains { $0.hasPrefix(album + "/") } }
+            if shown || holders.isEmpty {
+                assets.append(AssetState(photo: photo, displayName: name, entries: ["\(album)/\(name)"]))
+            } else {
+                assets[holders[0]].entries.insert("\(album)/\(name)")
+                assets[holders[0]].trashed = false
+            }
+        }
+
+        func index(ofEntry entry: String) -> Int? { assets.firstIndex { $0.entries.contains(entry) } }
     }
 
     final class Client: @unchecked Sendable {
@@ -77,38 +96,36 @@ final class LoadTests: XCTestCase {
         var albums: [String] { LoadTests.shared.map { "Albums/\($0)" } + model.ownAlbums.sorted().map { "Albums/\($0)" } }
 
         func step(_ n: Int) {
-            let entries = model.assets.flatMap { photo, state in state.trashed ? [] : state.entries.map { (photo, $0) } }
+            let entries = model.assets.indices.flatMap { i in
+                model.assets[i].trashed ? [] : model.assets[i].entries.map { (i, $0) }
+            }
             switch random.next() % 10 {
             case 0, 1: // cp in
                 guard let source = pick(photos), let album = pick(albums) else { return }
                 let photo = (source as NSString).lastPathComponent
                 let name = "c\(id)_\(n)_\(photo)"
-                if sh("cp \(q(source)) \(q(album + "/" + name))") {
-                    var state = model.assets[photo] ?? Model.AssetState(displayName: name)
-                    state.entries.insert("\(album)/\(name)")
-                    state.trashed = false
-                    model.assets[photo] = state
-                }
+                if sh("cp \(q(source)) \(q(album + "/" + name))") { model.copied(photo, into: album, as: name) }
             case 2: // cat out
-                guard let (photo, entry) = pick(entries) else { return }
+                guard let (i, entry) = pick(entries) else { return }
+                let photo = model.assets[i].photo
                 _ = sh("cmp \(q(entry)) \(q(photos.first { $0.hasSuffix("/" + photo) }!))")
             case 3: // mv within its album
-                guard let (photo, entry) = pick(entries) else { return }
+                guard let (i, entry) = pick(entries) else { return }
                 let album = (entry as NSString).deletingLastPathComponent
                 let newName = "c\(id)_\(n)_mv.jpg"
                 if sh("mv \(q(entry)) \(q(album + "/" + newName))") {
-                    model.assets[photo]!.entries.remove(entry)
-                    model.assets[photo]!.entries.insert("\(album)/\(newName)")
+                    model.assets[i].entries.remove(entry)
+                    model.assets[i].entries.insert("\(album)/\(newName)")
                 }
             case 4: // rm out of an album
-                guard let (photo, entry) = pick(entries) else { return }
-                if sh("rm \(q(entry))") { model.assets[photo]!.entries.remove(entry) }
+                guard let (i, entry) = pick(entries) else { return }
+                if sh("rm \(q(entry))") { model.assets[i].entries.remove(entry) }
             case 5: // ln into another album
-                guard let (photo, entry) = pick(entries), let album = pick(albums) else { return }
+                guard let (i, entry) = pick(entries), let album = pick(albums) else { return }
                 let name = "c\(id)_\(n)_ln.jpg"
-                if sh("ln \(q(entry)) \(q(album + "/" + name))") { model.assets[photo]!.entries.insert("\(album)/\(name)") }
+                if sh("ln \(q(entry)) \(q(album + "/" + name))") { model.assets[i].entries.insert("\(album)/\(name)") }
             case 6: // mkdir, or rmdir of an own album that is empty
-                let empty = model.ownAlbums.filter { a in !model.assets.values.contains { $0.entries.contains { $0.hasPrefix("Albums/\(a)/") } } }
+                let empty = model.ownAlbums.filter { a in !model.assets.contains { $0.entries.contains { $0.hasPrefix("Albums/\(a)/") } } }
                 if let album = pick(empty.sorted()), random.next() % 2 == 0 {
                     if sh("rmdir \(q("Albums/" + album))") { model.ownAlbums.remove(album) }
                 } else {
@@ -116,16 +133,16 @@ final class LoadTests: XCTestCase {
                     if sh("mkdir \(q("Albums/" + album))") { model.ownAlbums.insert(album) }
                 }
             case 7: // setfattr favorite
-                guard let (photo, entry) = pick(entries) else { return }
+                guard let (i, entry) = pick(entries) else { return }
                 let on = random.next() % 2 == 0
-                if sh("setfattr -n user.albumfs.favorite -v \(on ? 1 : 0) \(q(entry))") { model.assets[photo]!.favorite = on }
+                if sh("setfattr -n user.albumfs.favorite -v \(on ? 1 : 0) \(q(entry))") { model.assets[i].favorite = on }
             case 8: // trash from All Photos, or restore
-                let trashed = model.assets.filter { $0.value.trashed }.map(\.key).sorted()
-                if let photo = pick(trashed), random.next() % 2 == 0 {
-                    let name = model.assets[photo]!.displayName
-                    if sh("mv \(q("Smart Albums/Recently Deleted/" + name)) 'All Photos/'") { model.assets[photo]!.trashed = false }
-                } else if let photo = pick(model.assets.filter { !$0.value.trashed }.map(\.key).sorted()) {
-                    if sh("rm \(q("All Photos/" + model.assets[photo]!.displayName))") { model.assets[photo]!.trashed = true }
+                let trashed = model.assets.indices.filter { model.assets[$0].trashed }
+                if let i = pick(trashed), random.next() % 2 == 0 {
+                    let name = model.assets[i].displayName
+                    if sh("mv \(q("Smart Albums/Recently Deleted/" + name)) 'All Photos/'") { model.assets[i].trashed = false }
+                } else if let i = pick(model.assets.indices.filter { !model.assets[$0].trashed }) {
+                    if sh("rm \(q("All Photos/" + model.assets[i].displayName))") { model.assets[i].trashed = true }
                 }
             default: // ls -lR; entries other clients remove meanwhile may vanish under it
                 let result = try? Processes.shell("cd '\(mountpoint)' && ls -lR . > /dev/null", timeout: 120)
@@ -173,22 +190,25 @@ final class LoadTests: XCTestCase {
         var expectedAlbums = Set(Self.shared)
         for client in clients {
             expectedAlbums.formUnion(client.model.ownAlbums)
-            for (photo, state) in client.model.assets {
-                let source = try Data(contentsOf: URL(fileURLWithPath: client.photos.first { $0.hasSuffix("/" + photo) }!))
-                let sha = SHA256Digest.hex(of: source)
-                guard let asset = try library.assets(withSHA256: sha).first else {
-                    XCTFail("client \(client.id): \(photo) is not in the library")
+            for state in client.model.assets {
+                let photo = state.photo
+                guard let asset = try library.asset(named: state.displayName) else {
+                    XCTFail("client \(client.id): \(state.displayName) (\(photo)) is not in the library")
                     continue
                 }
-                XCTAssertEqual(asset.name, state.displayName, "\(photo) display name")
-                XCTAssertEqual(asset.isTrashed, state.trashed, "\(photo) trashed")
-                XCTAssertEqual(asset.favorite, state.favorite, "\(photo) favorite")
+                let source = try Data(contentsOf: URL(fileURLWithPath: client.photos.first { $0.hasSuffix("/" + photo) }!))
+                XCTAssertEqual(asset.sha256, SHA256Digest.hex(of: source), "\(state.displayName) bytes")
+                XCTAssertEqual(asset.isTrashed, state.trashed, "\(state.displayName) trashed")
+                XCTAssertEqual(asset.favorite, state.favorite, "\(state.displayName) favorite")
                 var entries = Set<String>()
                 for membership in try library.memberships(ofAsset: asset.id) {
                     entries.insert("Albums/" + (try library.albumPath(id: membership.albumID)).joined(separator: "/") + "/" + membership.name)
                 }
-                XCTAssertEqual(entries, state.entries, "client \(client.id): \(photo) memberships")
+                XCTAssertEqual(entries, state.entries, "client \(client.id): \(state.displayName) memberships")
             }
+            let sources = Set(try client.photos.map { SHA256Digest.hex(of: try Data(contentsOf: URL(fileURLWithPath: $0))) })
+            let inLibrary = try sources.reduce(0) { $0 + (try library.assets(withSHA256: $1).count) }
+            XCTAssertEqual(inLibrary, client.model.assets.count, "client \(client.id): as many assets as the model has")
         }
         XCTAssertEqual(Set(try library.allAlbums().map(\.name)), expectedAlbums)
         let operations = clients.reduce(0) { $0 + $1.operations }

@@ -146,7 +146,7 @@ final class WriteTests: XCTestCase {
         let versions = try library.versions(of: asset.id)
         XCTAssertEqual(versions.count, 3)
         for version in versions {
-            XCTAssertTrue(FileManager.default.fileExists(atPath: library.blobs.path(for: version.sha256)), "old bytes kept")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: library.files.absolute(.blob(version.sha256))), "old bytes kept")
         }
         XCTAssertEqual(try library.stats().assets, 1)
         // Not media is refused and changes nothing.

@@ -1,72 +1,51 @@
 import Glibc
 
 extension Library {
-    /// The library folder, opened once: every file of the library is opened below it
-    /// with `SystemCalls.openBeneath`, so that no link can lead a read or write outside.
-    func libraryFD() throws -> Int32 {
-        try rootDescriptor.withLock { fd in
-            if fd < 0 {
-                fd = Glibc.open(paths.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                if fd < 0 { throw LibraryError.io("cannot open \(paths.root)", errno: errno) }
-            }
-            return fd
-        }
-    }
-
-    /// Opens a file of the library (`originals/ab/<hash>`, `scratch/<id>`, ...) by its
-    /// path relative to the library, never through a symbolic link.
-    public func openInside(_ relative: String, flags: Int32, mode: UInt32 = 0o600) throws -> Int32 {
-        let fd = SystemCalls.openBeneath(try libraryFD(), relative, flags: flags, mode: mode)
-        if fd < 0 {
-            let code = errno
-            if code == ELOOP || code == EXDEV {
-                Log.error("\(paths.root)/\(relative) is a symbolic link or leads out of the library: refused")
-                throw LibraryError.io("\(relative) leads out of the library (a symbolic link?)", errno: EIO)
-            }
-            throw LibraryError.io("\(paths.root)/\(relative)", errno: code)
-        }
-        return fd
-    }
-
-    /// Opens an asset's current blob to read it, and makes sure it is still what was
-    /// stored: a file that is missing, a link, or changed in size or mtime since is
-    /// `EIO`, with a log line naming the asset.
-    public func openBlob(of asset: Asset) throws -> Int32 {
-        let relative = "originals/\(asset.sha256.prefix(2))/\(asset.sha256)"
-        let fd: Int32
+    /// Why a blob file is not what was stored, or nil when it looks intact: missing, a
+    /// link, not a regular file, or changed in size or mtime since it was stored (a
+    /// cheap check; `albumfs check` re-hashes), or marked damaged by `check`.
+    public func blobProblem(_ sha256: String, descriptor: FileDescriptor? = nil) -> String? {
+        let st: stat
         do {
-            fd = try openInside(relative, flags: O_RDONLY)
-        } catch let error as LibraryError {
-            Log.error("the original of asset \(asset.id) (\(asset.name)) cannot be opened: \(error); run albumfs check")
-            throw LibraryError.io("the original of \(asset.name) cannot be opened", errno: EIO)
+            if let descriptor {
+                st = try descriptor.status()
+            } else {
+                guard let found = try files.status(.blob(sha256)) else { return "is missing" }
+                st = found
+            }
+        } catch {
+            return "cannot be read (\(error))"
         }
-        var st = stat()
-        fstat(fd, &st)
-        let mtime = st.st_mtim.nanoseconds
-        let stored = (try? read { db in
-            try db.first("SELECT size, mtime_ns FROM blobs WHERE sha256 = ?", asset.sha256) { ($0.int64(0), $0.optionalInt64(1)) }
-        }) ?? nil
-        let storedSize = stored?.0 ?? asset.size
-        var problem: String?
-        if (st.st_mode & S_IFMT) != S_IFREG {
-            problem = "is not a regular file"
-        } else if Int64(st.st_size) != storedSize {
-            problem = "is \(st.st_size) bytes, but \(storedSize) were stored"
-        } else if let storedMtime = stored?.1, storedMtime != mtime {
-            problem = "was changed on disk after it was stored"
+        let stored = try? read { try $0.blobRecord(sha256) }
+        if !st.isRegularFile { return "is not a regular file" }
+        if let stored {
+            if Int64(st.st_size) != stored.size { return "is \(st.st_size) bytes, but \(stored.size) were stored" }
+            if let mtime = stored.mtimeNs, mtime != st.modificationNanoseconds { return "was changed on disk after it was stored" }
+            if stored.damaged { return "was found damaged by albumfs check" }
         }
-        if let problem {
-            close(fd)
-            Log.error("the original of asset \(asset.id) (\(asset.name)) \(problem); reads fail until it is restored; run albumfs check")
-            throw LibraryError.io("the original of \(asset.name) \(problem)", errno: EIO)
-        }
-        return fd
+        return nil
     }
 
-    /// The mtime a blob file has now (recorded when it is stored).
-    func blobMtime(_ sha256: String) -> Int64? {
-        var st = stat()
-        guard stat(blobs.path(for: sha256), &st) == 0 else { return nil }
-        return st.st_mtim.nanoseconds
+    /// Opens a blob to read it, and makes sure it is still what was stored: a file that
+    /// is missing, a link, or changed in size or mtime since is `EIO`, with a log line
+    /// naming who uses it (`owner`: "asset 1042 (IMG_0001.JPG)").
+    public func openBlob(_ sha256: String, owner: @autoclosure () -> String) throws -> FileDescriptor {
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try blobs.open(sha256)
+        } catch {
+            Log.error("the original of \(owner()) cannot be opened: \(error); run albumfs check")
+            throw LibraryError.io("the original of \(owner()) cannot be opened", errno: EIO)
+        }
+        if let problem = blobProblem(sha256, descriptor: descriptor) {
+            Log.error("the original of \(owner()) \(problem); reads fail until it is restored (copy the original in again); run albumfs check")
+            throw LibraryError.io("the original of \(owner()) \(problem)", errno: EIO)
+        }
+        return descriptor
+    }
+
+    /// Opens an asset's current blob to read it (see `openBlob(_:owner:)`).
+    public func openBlob(of asset: Asset) throws -> FileDescriptor {
+        try openBlob(asset.sha256, owner: "asset \(asset.id) (\(asset.name))")
     }
 }

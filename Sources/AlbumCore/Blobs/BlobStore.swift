@@ -1,72 +1,80 @@
 import Glibc
 
-/// The content-addressed store of originals: `originals/ab/<sha256>`, where `ab` is the
-/// first two hex digits. A blob is written to staging, fsynced, renamed into place and
-/// its directory fsynced; it is read-only (0400) from then on and never changes.
+/// The content-addressed store of originals (`LibraryPath.blob`). A blob is named by the
+/// SHA-256 of its bytes and never changes once stored: it is fsynced, linked into place
+/// and its folder fsynced before any row names it, and it is read-only (0400) from then
+/// on.
 public struct BlobStore: Sendable {
-    public let paths: LibraryPaths
+    let files: LibraryFiles
 
-    public func path(for sha256: String) -> String {
-        "\(paths.originals)/\(sha256.prefix(2))/\(sha256)"
+    public func exists(_ sha256: String) -> Bool { files.exists(.blob(sha256)) }
+
+    /// Opens a blob to read it.
+    public func open(_ sha256: String) throws -> FileDescriptor {
+        try files.open(.blob(sha256), flags: O_RDONLY)
     }
 
-    public func exists(_ sha256: String) -> Bool { FileIO.exists(path(for: sha256)) }
+    /// What placing a file as a blob did, so that a transaction that then fails can take
+    /// it back.
+    public struct Placement: Sendable {
+        public let sha256: String
+        /// Whether this placement made the blob (false: the bytes were there already).
+        public let created: Bool
+    }
 
-    /// Moves a fully written, hashed staging file into the store. The caller has made
-    /// sure the staging file holds exactly the bytes named by `sha256`.
-    public func adopt(stagedFile: String, sha256: String) throws {
-        let directory = "\(paths.originals)/\(sha256.prefix(2))"
-        let target = path(for: sha256)
-        var createdDirectory = false
-        if mkdir(directory, 0o700) == 0 {
-            createdDirectory = true
-        } else if errno != EEXIST {
-            throw LibraryError.io("cannot create \(directory)", errno: errno)
+    /// Places `source`, a file of the library holding exactly the bytes named by
+    /// `sha256` (its descriptor open), as the blob of those bytes: fsynced, then linked
+    /// into `originals/` (the source keeps its own name until the caller's transaction
+    /// commits and it removes it), then the folder fsynced. `replaceDamaged` replaces a
+    /// blob file of that name that is no longer what was stored (healing it).
+    public func place(_ source: LibraryPath, descriptor: FileDescriptor, sha256: String,
+                      replaceDamaged: Bool = false) throws -> Placement {
+        let target = LibraryPath.blob(sha256)
+        if !replaceDamaged && exists(sha256) { return Placement(sha256: sha256, created: false) }
+        try descriptor.sync()
+        let createdFolder = try files.makeFolder(target.parent)
+        if replaceDamaged {
+            // A second name first, then over the damaged file in one rename.
+            let fresh = target.parent.appending(".\(sha256).heal")
+            _ = try files.remove(fresh)
+            try files.link(source, to: fresh)
+            try files.rename(fresh, to: target)
+        } else {
+            do {
+                try files.link(source, to: target)
+            } catch let error as LibraryError where error.errno == EEXIST {
+                return Placement(sha256: sha256, created: false)  // another import placed it first
+            }
         }
-        let fd = try FileIO.openRead(stagedFile)
-        defer { close(fd) }
-        try FileIO.fsync(fd, path: stagedFile)
-        fchmod(fd, 0o400)
-        if FileIO.exists(target) {
-            // Another import put the same bytes in place first; ours is redundant.
-            unlink(stagedFile)
-            return
-        }
-        guard rename(stagedFile, target) == 0 else {
-            throw LibraryError.io("cannot move \(stagedFile) to \(target)", errno: errno)
-        }
-        try FileIO.fsyncDirectory(directory)
-        if createdDirectory { try FileIO.fsyncDirectory(paths.originals) }
+        try files.syncFolder(target.parent)
+        if createdFolder { try files.syncFolder(.originals) }
+        return Placement(sha256: sha256, created: true)
+    }
+
+    /// Takes back a placement whose transaction failed (the blob is named by nothing).
+    public func undo(_ placement: Placement) {
+        if placement.created { _ = try? files.remove(.blob(placement.sha256)) }
+    }
+
+    /// Makes a placed blob read-only, once its rows are committed and nothing else
+    /// writes its file.
+    public func seal(_ sha256: String, descriptor: FileDescriptor) {
+        try? descriptor.setMode(0o400)
     }
 
     /// Removes a blob file (gc). Missing files are not an error.
     public func remove(_ sha256: String) throws {
-        let target = path(for: sha256)
-        if unlink(target) != 0 && errno != ENOENT {
-            throw LibraryError.io("cannot remove \(target)", errno: errno)
-        }
+        try files.remove(.blob(sha256))
     }
 
-    /// Every blob file in the store, by name (for check and gc).
-    public func allHashes() -> [String] {
-        var result: [String] = []
-        guard let top = opendir(paths.originals) else { return [] }
-        defer { closedir(top) }
-        while let entry = readdir(top) {
-            let name = direntName(entry)
-            guard name.utf8.count == 2, name != "..", let sub = opendir("\(paths.originals)/\(name)") else { continue }
-            while let inner = readdir(sub) {
-                let file = direntName(inner)
-                if file != "." && file != ".." { result.append(file) }
+    /// Every blob file in the store, by name, with the folder it is in (for check and gc).
+    public func allFiles() throws -> [(folder: String, name: String)] {
+        var result: [(String, String)] = []
+        for folder in try files.names(in: .originals) where folder.utf8.count == 2 {
+            for name in try files.names(in: LibraryPath.originals.appending(folder)) where !name.hasPrefix(".") {
+                result.append((folder, name))
             }
-            closedir(sub)
         }
         return result
-    }
-}
-
-func direntName(_ entry: UnsafeMutablePointer<dirent>) -> String {
-    withUnsafePointer(to: entry.pointee.d_name) {
-        $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
     }
 }

@@ -1,8 +1,39 @@
 import Glibc
 
+/// Reads the metadata of a file whose format the sniffer found. The mount reads in
+/// decoder worker processes (a file crafted to crash a parser costs that worker, never
+/// the mount); tests and tools may read in process.
+public protocol MetadataReading: Sendable {
+    /// Throws `LibraryError.refused` with the parser's reason when the bytes are not
+    /// readable as `format` (its verdict on the bytes); any other error when the reader
+    /// itself failed (a worker that crashed or ran out of time).
+    func metadata(of file: FileDescriptor, format: MediaFormat) throws -> MediaMetadata
+}
+
+/// Reads metadata in this process.
+public struct InProcessMetadata: MetadataReading {
+    public init() {}
+    public func metadata(of file: FileDescriptor, format: MediaFormat) throws -> MediaMetadata {
+        try MetadataReader.read(path: "/proc/self/fd/\(file.raw)", format: format)
+    }
+}
+
+/// What a file's bytes are.
+public enum Classification: Sendable {
+    /// A supported photo or video, with what its bytes say.
+    case media(MediaMetadata)
+    /// Anything else, with the reason.
+    case notMedia(String)
+
+    public var metadata: MediaMetadata? {
+        if case .media(let m) = self { return m }
+        return nil
+    }
+}
+
 /// Where an imported file goes besides the library itself.
-public struct ImportDestination: Sendable {
-    /// Album to add the asset to, and the entry name there (nil: the asset's name).
+public struct ImportDestination: Sendable, Equatable {
+    /// Album to add the asset to, and the entry name there (nil: the file's name).
     public var album: Int64?
     public var entryName: String?
     /// When the album already has another entry of that name: pick a free ` (2)` name
@@ -41,136 +72,236 @@ public enum ImportOutcome: Sendable {
 }
 
 extension Library {
-    public var staging: Staging { Staging(paths: paths) }
-
-    /// Imports one file from outside the library (the command line).
-    public func importFile(at sourcePath: String, originalName: String, destination: ImportDestination) throws -> ImportOutcome {
-        let staged: StagedFile
-        do {
-            staged = try staging.copy(from: sourcePath)
-        } catch let error as LibraryError {
-            if case .refused(let why) = error { return .refused(why) }
-            throw error
+    /// Sniffs a file and reads its metadata. A file whose metadata reader failed (not a
+    /// verdict on the bytes: the worker crashed or ran out of time) is a photo without
+    /// metadata, with a log line: the user's file is kept either way.
+    public func classify(_ file: HashedFile, name: String, reader: any MetadataReading) -> Classification {
+        switch Sniffer.sniff(file.header, name: name) {
+        case .unsupported(let why):
+            return .notMedia(why)
+        case .media(let format):
+            do {
+                return .media(try reader.metadata(of: file.descriptor, format: format))
+            } catch LibraryError.refused(let why) {
+                return .notMedia(why)
+            } catch {
+                Log.warning("\(name): its metadata could not be read (\(error)); kept as a \(format.rawValue.uppercased()) without metadata")
+                var metadata = MediaMetadata(format: format)
+                if format.mediaType == .photo { metadata.orientation = 1 }
+                return .media(metadata)
+            }
         }
-        return try commit(staged, originalName: originalName, destination: destination)
     }
 
-    /// Makes a staged file part of the library: dedupe by hash, else sniff, read the
-    /// metadata, move the blob into place (fsynced) and add the rows in one transaction.
-    /// The staged file is consumed in every case, refusal and error included.
-    /// `assetID`: the id a new asset takes (the mount reserved it for the file being
-    /// written, whose inode number the kernel already has); nil allocates one.
-    public func commit(_ staged: StagedFile, originalName: String, destination: ImportDestination,
-                       assetID: Int64? = nil) throws -> ImportOutcome {
-        defer { unlink(staged.path) }  // a no-op once adopted into originals/
-        var clock = PhaseClock()
-        defer { clock.log("import of \(originalName)") }
-        if let existing = try read({ db in try existingAsset(sha256: staged.sha256, db: db) }) {
-            return try addExisting(existing, destination: destination)
-        }
-        let format: MediaFormat
-        switch Sniffer.sniff(staged.header, name: originalName) {
-        case .media(let f): format = f
-        case .unsupported(let why): return .refused(why)
-        }
-        let metadata: MediaMetadata
+    /// A blob that exists but is damaged (altered, cut short, missing) is replaced by
+    /// `file`, whose bytes have its hash. Returns whether it healed one.
+    @discardableResult
+    public func healIfDamaged(_ file: HashedFile) throws -> Bool {
+        guard try read({ try $0.blobRecord(file.sha256) }) != nil, let problem = blobProblem(file.sha256) else { return false }
+        _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
+        let placed = try blobs.open(file.sha256)
+        let st = try placed.status()
+        try write { try $0.healBlob(file.sha256, size: file.size, mtimeNs: st.modificationNanoseconds) }
+        blobs.seal(file.sha256, descriptor: placed)
+        Log.info("repaired the original \(file.sha256) (it \(problem)) with good bytes of the same hash")
+        return true
+    }
+
+    /// Imports one file from outside the library (the command line): copied into
+    /// staging while hashed; bytes the library holds add the existing asset where it is
+    /// imported (and heal its blob if that was damaged); else sniffed, metadata read,
+    /// the blob placed and the rows added in one transaction.
+    public func importFile(at sourcePath: String, originalName: String, destination: ImportDestination,
+                           reader: any MetadataReading = InProcessMetadata()) throws -> ImportOutcome {
+        let staged: HashedFile
         do {
-            metadata = try MetadataReader.read(path: staged.path, format: format)
+            staged = try Staging(files: files).copy(from: sourcePath)
         } catch LibraryError.refused(let why) {
             return .refused(why)
         }
-        clock.mark("metadata")
-        try blobs.adopt(stagedFile: staged.path, sha256: staged.sha256)
-        clock.mark("blob")
-        defer { clock.mark("rows") }
-        return try write { db in
-            if let raced = try existingAsset(sha256: staged.sha256, db: db) {
-                return try addExisting(raced, destination: destination, db: db)
+        defer { _ = try? files.remove(staged.path) }
+        if let existing = try read({ try $0.assets(withSHA256: staged.sha256).first }) {
+            try healIfDamaged(staged)
+            return try write { tx in try tx.addExisting(existing.id, destination: destination) }
+        }
+        let metadata: MediaMetadata
+        switch classify(staged, name: originalName, reader: reader) {
+        case .notMedia(let why): return .refused(why)
+        case .media(let m): metadata = m
+        }
+        let placement = try blobs.place(staged.path, descriptor: staged.descriptor, sha256: staged.sha256)
+        do {
+            let outcome = try write { tx -> ImportOutcome in
+                if let raced = try tx.assets(withSHA256: staged.sha256).first {
+                    return try tx.addExisting(raced.id, destination: destination)
+                }
+                let entry = NewAsset(blob: staged, metadata: metadata, originalName: originalName)
+                let (asset, membership) = try tx.insertAsset(entry, destination: destination)
+                return .imported(asset, membership: membership)
             }
-            let asset = try insertAsset(staged: staged, metadata: metadata, originalName: originalName,
-                                        destination: destination, id: assetID, db: db)
-            let membership = try addToDestination(asset, destination: destination, db: db)
-            return .imported(try fetchAsset(asset.id, db: db) ?? asset, membership: membership)
+            blobs.seal(staged.sha256, descriptor: staged.descriptor)
+            return outcome
+        } catch {
+            blobs.undo(placement)
+            throw error
         }
     }
+}
 
-    func existingAsset(sha256: String, db: Connection) throws -> Int64? {
-        try db.scalar("SELECT id FROM assets WHERE sha256 = ? ORDER BY id LIMIT 1", sha256)
+/// What a new asset is made of.
+public struct NewAsset: Sendable {
+    /// Its inode number, when the mount handed one out already (the file's); nil
+    /// allocates one.
+    public var id: Int64?
+    public var sha256: String
+    public var size: Int64
+    public var metadata: MediaMetadata
+    public var originalName: String
+    /// The capture date when the bytes carry none: the file's mtime.
+    public var fileMtimeNs: Int64
+    /// An mtime set through the mount (`cp -p`), kept as st_mtime.
+    public var explicitMtimeNs: Int64?
+    /// Permission bits set through the mount; nil is the default.
+    public var mode: UInt32?
+
+    public init(id: Int64? = nil, sha256: String, size: Int64, metadata: MediaMetadata, originalName: String,
+                fileMtimeNs: Int64, explicitMtimeNs: Int64? = nil, mode: UInt32? = nil) {
+        self.id = id
+        self.sha256 = sha256
+        self.size = size
+        self.metadata = metadata
+        self.originalName = originalName
+        self.fileMtimeNs = fileMtimeNs
+        self.explicitMtimeNs = explicitMtimeNs
+        self.mode = mode
     }
 
-    /// Adds an asset already in the library where a file was made (a copy inside the
-    /// mount that copied no bytes), as an import of its bytes would.
-    public func addExisting(_ id: Int64, destination: ImportDestination) throws -> ImportOutcome {
-        try write { db in try addExisting(id, destination: destination, db: db) }
+    public init(blob: HashedFile, metadata: MediaMetadata, originalName: String) {
+        self.init(sha256: blob.sha256, size: blob.size, metadata: metadata, originalName: originalName, fileMtimeNs: blob.mtimeNs)
     }
+}
 
-    private func addExisting(_ id: Int64, destination: ImportDestination, db: Connection) throws -> ImportOutcome {
-        guard var asset = try fetchAsset(id, db: db) else { throw LibraryError.notFound("asset \(id)") }
-        let restored = asset.isTrashed
-        if restored {
-            try db.run("UPDATE assets SET trashed_at = NULL, changed_ns = ? WHERE id = ?", nowNanoseconds(), id)
-        }
-        if destination.favorite && !asset.favorite {
-            try db.run("UPDATE assets SET favorite = 1, changed_ns = ? WHERE id = ?", nowNanoseconds(), id)
-        }
-        if destination.hidden && !asset.hidden {
-            try db.run("UPDATE assets SET hidden = 1, changed_ns = ? WHERE id = ?", nowNanoseconds(), id)
-        }
-        let membership = try addToDestination(asset, destination: destination, db: db)
-        asset = try fetchAsset(id, db: db) ?? asset
-        return .duplicate(asset, membership: membership, restored: restored)
-    }
-
-    private func addToDestination(_ asset: Asset, destination: ImportDestination, db: Connection) throws -> Membership? {
-        guard let album = destination.album else { return nil }
-        let wanted = destination.entryName ?? asset.name
-        // Already in this album under the wanted name, or (command line) under any name.
-        if let existing = try db.first("SELECT id, name, sort_key FROM memberships WHERE album_id = ? AND asset_id = ? ORDER BY name_key = ? DESC LIMIT 1",
-                                       album, asset.id, Names.key(wanted), map: {
-            Membership(id: $0.int64(0), albumID: album, assetID: asset.id, name: $0.text(1), sortKey: $0.int64(2))
-        }), destination.suffixOnConflict || Names.key(existing.name) == Names.key(wanted) {
-            return existing
-        }
-        var name = wanted
-        if destination.suffixOnConflict {
-            name = try Names.firstFree(wanted) { key in try nameTaken(inAlbum: album, key: key, db: db) }
-        }
-        return try addMembership(album: album, asset: asset.id, name: name, db: db)
-    }
-
-    private func insertAsset(staged: StagedFile, metadata: MediaMetadata, originalName: String,
-                             destination: ImportDestination, id preassigned: Int64?, db: Connection) throws -> Asset {
-        let id = try preassigned ?? allocateID(db)
-        let name = try Names.firstFree(originalName) { key in
+extension Transaction {
+    /// Adds a new asset (its blob placed already) and puts it where `destination` says.
+    public func insertAsset(_ new: NewAsset, destination: ImportDestination) throws -> (Asset, Membership?) {
+        let id = try new.id ?? allocateID()
+        let name = try Names.firstFree(new.originalName) { key in
             try db.scalar("SELECT 1 FROM assets WHERE name_key = ?", key) != nil
         }
-        let capture = metadata.capture
-            ?? CaptureDate(instant: staged.mtimeNs / nanosecondsPerSecond, offsetMinutes: nil, source: .fileTime)
+        let m = new.metadata
+        let capture = m.capture
+            ?? CaptureDate(instant: Dates.floorSeconds(new.explicitMtimeNs ?? new.fileMtimeNs), offsetMinutes: nil,
+                           source: new.explicitMtimeNs != nil ? .user : .fileTime)
         let day = Library.dayNumber(instant: capture.instant, offsetMinutes: capture.offsetMinutes)
-        let kinds = Library.kinds(of: metadata, originalName: originalName)
+        let kinds = Library.kinds(of: m, originalName: new.originalName)
         let now = nowNanoseconds()
-        let sortKey = SortKey.make(takenAt: capture.instant, id: id)
-        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
-                   staged.sha256, staged.size, now / nanosecondsPerSecond, blobMtime(staged.sha256))
+        try recordBlob(new.sha256, size: new.size, mtimeNs: try library.files.status(.blob(new.sha256))?.modificationNanoseconds)
         try db.run("""
             INSERT INTO assets(id, name, name_key, original_name, sha256, size, version, media_type, format, kinds,
-                taken_at, taken_offset, taken_day, taken_source, sort_key, width, height, orientation, rotation,
-                latitude, longitude, make, model, lens, duration, favorite, hidden, added_at, changed_ns)
-            VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                taken_at, taken_offset, taken_day, taken_source, sort_key, mtime_ns, width, height, orientation, rotation,
+                latitude, longitude, make, model, lens, duration, favorite, hidden, added_at, changed_ns, mode)
+            VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-                   id, name, Names.key(name), originalName, staged.sha256, staged.size,
-                   metadata.mediaType.rawValue, metadata.format.rawValue, kinds.rawValue,
-                   capture.instant, capture.offsetMinutes, day, capture.source.rawValue, sortKey,
-                   metadata.width, metadata.height, metadata.orientation, metadata.rotation,
-                   metadata.latitude, metadata.longitude, metadata.make, metadata.model, metadata.lens,
-                   metadata.duration, destination.favorite, destination.hidden, now / nanosecondsPerSecond, now)
+                   id, name, Names.key(name), new.originalName, new.sha256, new.size,
+                   m.mediaType.rawValue, m.format.rawValue, kinds.rawValue,
+                   capture.instant, capture.offsetMinutes, day, capture.source.rawValue, SortKey.make(takenAt: capture.instant, id: id),
+                   new.explicitMtimeNs, m.width, m.height, m.orientation, m.rotation,
+                   m.latitude, m.longitude, m.make, m.model, m.lens,
+                   m.duration, destination.favorite, destination.hidden, now / nanosecondsPerSecond, now,
+                   new.mode.map { Int64($0 & 0o1777) })
         try db.run("INSERT INTO versions(asset_id, version, sha256, size, created_at) VALUES (?, 1, ?, ?, ?)",
-                   id, staged.sha256, staged.size, now / nanosecondsPerSecond)
-        try pairLivePhoto(id: id, originalName: originalName, mediaType: metadata.mediaType, takenAt: capture.instant, db: db)
-        guard let asset = try fetchAsset(id, db: db) else { throw LibraryError.notFound("asset \(id)") }
-        return asset
+                   id, new.sha256, new.size, now / nanosecondsPerSecond)
+        try pairLivePhoto(id: id, originalName: new.originalName, mediaType: m.mediaType, takenAt: capture.instant)
+        guard let inserted = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
+        let membership = try place(inserted, destination: destination)
+        return (try asset(id: id) ?? inserted, membership)
     }
 
+    /// A new asset with the bytes and metadata of `source` (Photos' "Duplicate"): a copy
+    /// into a folder that holds `source` already. The blob is shared; editing one never
+    /// changes the other.
+    public func duplicate(_ source: Asset, id: Int64?, name: String, destination: ImportDestination,
+                          explicitMtimeNs: Int64? = nil, mode: UInt32? = nil) throws -> (Asset, Membership?) {
+        var metadata = source.metadata
+        metadata.capture = CaptureDate(instant: source.takenAt, offsetMinutes: source.takenOffset, source: source.takenSource)
+        let new = NewAsset(id: id, sha256: source.sha256, size: source.size, metadata: metadata, originalName: name,
+                           fileMtimeNs: source.mtimeNanoseconds, explicitMtimeNs: explicitMtimeNs, mode: mode)
+        let (asset, membership) = try insertAsset(new, destination: destination)
+        try db.run("UPDATE assets SET kinds = ? WHERE id = ?", source.kinds.rawValue, asset.id)
+        return (try self.asset(id: asset.id) ?? asset, membership)
+    }
+
+    /// Adds an asset already in the library where a file was made: a membership, a mark
+    /// (Favorites, Hidden), and back from Recently Deleted if it was there.
+    public func addExisting(_ id: Int64, destination: ImportDestination) throws -> ImportOutcome {
+        guard let found = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
+        let restored = found.isTrashed
+        if restored { try restore(id) }
+        if destination.favorite && !found.favorite { try setFavorite(id, true) }
+        if destination.hidden && !found.hidden { try setHidden(id, true) }
+        let membership = try place(found, destination: destination)
+        return .duplicate(try asset(id: id) ?? found, membership: membership, restored: restored)
+    }
+
+    /// Puts an asset into the album of `destination`, under its entry name.
+    private func place(_ asset: Asset, destination: ImportDestination) throws -> Membership? {
+        guard let album = destination.album else { return nil }
+        let wanted = destination.entryName ?? asset.originalName
+        if let existing = try membership(named: wanted, inAlbum: album), existing.assetID == asset.id { return existing }
+        if destination.suffixOnConflict {
+            // The command line: already in this album under any name counts.
+            if let existing = try memberships(ofAsset: asset.id).first(where: { $0.albumID == album }) { return existing }
+            let name = try Names.firstFree(wanted) { key in try nameTaken(inAlbum: album, key: key) }
+            return try addMembership(album: album, asset: asset.id, name: name)
+        }
+        return try addMembership(album: album, asset: asset.id, name: wanted)
+    }
+
+    /// Makes placed bytes the new current version of an asset, keeping the earlier ones.
+    /// What the bytes say is read again from them: pixel size, orientation, camera, GPS,
+    /// and the capture date when they carry one (else the asset keeps the one it had).
+    /// st_mtime becomes `mtimeNs` (the time of the write, or the one the tool set).
+    /// Bytes equal to the current version change nothing but the mtime.
+    @discardableResult
+    public func addVersion(of id: Int64, sha256: String, size: Int64, metadata m: MediaMetadata, mtimeNs: Int64) throws -> Asset {
+        guard let current = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
+        if current.sha256 == sha256 {
+            if current.mtimeNs != mtimeNs { try db.run("UPDATE assets SET mtime_ns = ?, changed_ns = ? WHERE id = ?", mtimeNs, nowNanoseconds(), id) }
+            return try asset(id: id) ?? current
+        }
+        let now = nowNanoseconds()
+        try recordBlob(sha256, size: size, mtimeNs: try library.files.status(.blob(sha256))?.modificationNanoseconds)
+        let version = current.version + 1
+        try db.run("INSERT INTO versions(asset_id, version, sha256, size, created_at) VALUES (?, ?, ?, ?, ?)",
+                   id, version, sha256, size, now / nanosecondsPerSecond)
+        var kinds = Library.kinds(of: m, originalName: current.originalName)
+        if current.kinds.contains(.live) { kinds.insert(.live) }
+        try db.run("""
+            UPDATE assets SET sha256 = ?, size = ?, version = ?, media_type = ?, format = ?, kinds = ?, width = ?, height = ?,
+                orientation = ?, rotation = ?, latitude = ?, longitude = ?, make = ?, model = ?, lens = ?, duration = ?,
+                mtime_ns = ?, changed_ns = ?
+            WHERE id = ?
+            """, sha256, size, version, m.mediaType.rawValue, m.format.rawValue, kinds.rawValue, m.width, m.height,
+                   m.orientation, m.rotation, m.latitude, m.longitude, m.make, m.model, m.lens, m.duration, mtimeNs, now, id)
+        if let capture = m.capture, capture != CaptureDate(instant: current.takenAt, offsetMinutes: current.takenOffset, source: current.takenSource) {
+            try setCapture(id, capture)
+        }
+        return try asset(id: id)!
+    }
+
+    /// A photo and a video with the same name stem taken within two seconds of each
+    /// other are the two halves of a Live Photo.
+    private func pairLivePhoto(id: Int64, originalName: String, mediaType: MediaType, takenAt: Int64) throws {
+        let stem = Names.key(Names.split(originalName).stem)
+        let partners = try db.query("SELECT id, original_name FROM assets WHERE taken_at BETWEEN ? AND ? AND media_type != ? AND id != ?",
+                                    takenAt - 2, takenAt + 2, mediaType.rawValue, id) { ($0.int64(0), $0.text(1)) }
+        for (partner, name) in partners where Names.key(Names.split(name).stem) == stem {
+            try db.run("UPDATE assets SET kinds = kinds | ? WHERE id IN (?, ?)", MediaKinds.live.rawValue, id, partner)
+        }
+    }
+}
+
+extension Library {
     /// yyyymmdd of an instant on the capture's clock (this machine's zone if unknown).
     static func dayNumber(instant: Int64, offsetMinutes: Int?) -> Int {
         let offset = offsetMinutes ?? Dates.localOffsetMinutes(atInstant: instant)
@@ -196,33 +327,9 @@ extension Library {
         return kinds
     }
 
-    /// A photo and a video with the same name stem taken within two seconds of each
-    /// other are the two halves of a Live Photo.
-    private func pairLivePhoto(id: Int64, originalName: String, mediaType: MediaType, takenAt: Int64, db: Connection) throws {
-        let stem = Names.key(Names.split(originalName).stem)
-        let partners = try db.query("SELECT id, original_name FROM assets WHERE taken_at BETWEEN ? AND ? AND media_type != ? AND id != ?",
-                                    takenAt - 2, takenAt + 2, mediaType.rawValue, id) { ($0.int64(0), $0.text(1)) }
-        for (partner, name) in partners where Names.key(Names.split(name).stem) == stem {
-            try db.run("UPDATE assets SET kinds = kinds | ? WHERE id IN (?, ?)", MediaKinds.live.rawValue, id, partner)
-        }
-    }
-
-    /// A new object id (inode number), never handed out before.
-    func allocateID(_ db: Connection) throws -> Int64 {
-        guard let id = try db.first("UPDATE meta SET value = value + 1 WHERE key = 'next_object_id' RETURNING value - 1", map: { $0.int64(0) }) else {
-            throw LibraryError.corrupt("library.db has no next_object_id")
-        }
-        return id
-    }
-
     /// Reserves `count` object ids in one transaction (the mount hands them out to files
-    /// being written).
+    /// it creates).
     public func reserveIDs(_ count: Int) throws -> Range<Int64> {
-        try write { db in
-            guard let end = try db.first("UPDATE meta SET value = value + ? WHERE key = 'next_object_id' RETURNING value", count, map: { $0.int64(0) }) else {
-                throw LibraryError.corrupt("library.db has no next_object_id")
-            }
-            return (end - Int64(count))..<end
-        }
+        try write { try $0.reserveIDs(count) }
     }
 }

@@ -82,3 +82,63 @@ public struct MediaMetadata: Sendable {
 
     public init(format: MediaFormat) { self.format = format }
 }
+
+extension MediaMetadata {
+    /// The metadata as `key<TAB>value` lines: how a decoder worker hands it back.
+    public var encoded: [UInt8] {
+        var lines: [String] = []
+        func add(_ key: String, _ value: CustomStringConvertible?) {
+            guard let value else { return }
+            let text = "\(value)".replacingOccurrences(of: "\t", with: " ").replacingOccurrences(of: "\n", with: " ")
+            lines.append("\(key)\t\(text)")
+        }
+        add("width", width)
+        add("height", height)
+        add("orientation", orientation)
+        add("rotation", rotation)
+        if let capture {
+            add("taken", capture.instant)
+            add("offset", capture.offsetMinutes)
+            add("source", capture.source.rawValue)
+        }
+        add("latitude", latitude.map { String($0) })
+        add("longitude", longitude.map { String($0) })
+        add("make", make)
+        add("model", model)
+        add("lens", lens)
+        add("duration", duration.map { String($0) })
+        add("pages", pageCount)
+        add("comment", userComment)
+        return Array(lines.joined(separator: "\n").utf8)
+    }
+
+    /// Reads `encoded` back; nil when the text is not that.
+    public init?(encoded: [UInt8], format: MediaFormat) {
+        self.init(format: format)
+        var taken: Int64?, offset: Int?, source: CaptureSource?
+        for line in String(decoding: encoded, as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: "\t", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { return nil }
+            let (key, value) = (parts[0], parts[1])
+            switch key {
+            case "width": width = Int(value)
+            case "height": height = Int(value)
+            case "orientation": orientation = Int(value)
+            case "rotation": rotation = Int(value)
+            case "taken": taken = Int64(value)
+            case "offset": offset = Int(value)
+            case "source": source = Int(value).flatMap(CaptureSource.init(rawValue:))
+            case "latitude": latitude = Double(value)
+            case "longitude": longitude = Double(value)
+            case "make": make = value
+            case "model": model = value
+            case "lens": lens = value
+            case "duration": duration = Double(value)
+            case "pages": pageCount = Int(value) ?? 1
+            case "comment": userComment = value
+            default: break  // a field a newer worker knows
+            }
+        }
+        if let taken, let source { capture = CaptureDate(instant: taken, offsetMinutes: offset, source: source) }
+    }
+}

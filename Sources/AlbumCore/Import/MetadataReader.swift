@@ -73,11 +73,9 @@ public enum MetadataReader {
     /// A TIFF-structured file (TIFF, most RAW) is itself an EXIF structure: hand its
     /// first megabytes to libexif behind an "Exif\0\0" header.
     private static func readTIFFStructuredEXIF(path: String, into metadata: inout MediaMetadata) {
-        guard let fd = try? FileIO.openRead(path) else { return }
-        defer { close(fd) }
-        let limit = 4 << 20
-        var block = [UInt8](repeating: 0, count: limit)
-        let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, limit, 0) }
+        guard let file = try? SystemCalls.open(path, flags: O_RDONLY),
+              let block = try? file.read(count: 4 << 20, at: 0) else { return }
+        let n = block.count
         guard n > 8 else { return }
         block.withUnsafeBytes { raw in
             if let exif = ExifReader(block: UnsafeRawBufferPointer(rebasing: raw[0..<n])) {

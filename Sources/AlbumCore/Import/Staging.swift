@@ -1,108 +1,100 @@
 import Glibc
 
-/// A file in `staging/` whose bytes are complete and hashed, ready to be imported.
-public struct StagedFile: Sendable {
-    public let path: String
+/// A file of the library whose bytes are complete and hashed, ready to become a blob: a
+/// copy in `staging/` (the command line), a plain file closed through the mount, or a
+/// new version being written.
+public struct HashedFile: Sendable {
+    public let path: LibraryPath
+    public let descriptor: FileDescriptor
     public let sha256: String
     public let size: Int64
     /// The first bytes, for the sniffer.
     public let header: [UInt8]
-    /// The mtime the file carried (the capture date of last resort).
+    /// The mtime the file carries (the capture date of last resort).
     public let mtimeNs: Int64
 
-    public init(path: String, sha256: String, size: Int64, header: [UInt8], mtimeNs: Int64) {
-        self.path = path
-        self.sha256 = sha256
-        self.size = size
-        self.header = header
-        self.mtimeNs = mtimeNs
+    /// Hashes `descriptor` (the file at `path`), unless its digest was computed while it
+    /// was written (`knownHash`, for a file of `size` bytes).
+    public static func hashing(_ path: LibraryPath, descriptor: FileDescriptor,
+                               knownHash: ((Int64) -> String?)? = nil) throws -> HashedFile {
+        let st = try descriptor.status()
+        let size = Int64(st.st_size)
+        let hash = try knownHash?(size) ?? descriptor.sha256()
+        let header = try descriptor.read(count: Sniffer.headerLength, at: 0)
+        return HashedFile(path: path, descriptor: descriptor, sha256: hash, size: size, header: header,
+                          mtimeNs: st.modificationNanoseconds)
     }
 }
 
 /// Files being written before import. Nothing in staging/ is ever part of the library:
 /// on start-up whatever is left there (from a crash) is removed.
 public struct Staging: Sendable {
-    public let paths: LibraryPaths
+    let files: LibraryFiles
 
-    /// A new, empty, private file in staging/; returns its descriptor and path.
-    public func createFile(prefix: String = "write") throws -> (fd: Int32, path: String) {
-        for _ in 0..<100 {
-            let path = "\(paths.staging)/\(prefix)-\(UInt64.random(in: 0...UInt64.max).hex16).tmp"
-            let fd = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if fd >= 0 { return (fd, path) }
-            if errno != EEXIST { throw LibraryError.io("cannot create a file in \(paths.staging)", errno: errno) }
-        }
-        throw LibraryError.io("cannot create a file in \(paths.staging)", errno: EEXIST)
-    }
+    public init(files: LibraryFiles) { self.files = files }
 
-    /// Copies a source file into staging, hashing while copying.
-    public func copy(from sourcePath: String) throws -> StagedFile {
-        let source = try FileIO.openRead(sourcePath)
-        defer { close(source) }
-        var st = stat()
-        guard fstat(source, &st) == 0 else { throw LibraryError.io(sourcePath, errno: errno) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw LibraryError.refused("not a regular file")
-        }
-        posix_fadvise(source, 0, 0, POSIX_FADV_SEQUENTIAL)
-        let (fd, path) = try createFile(prefix: "import")
-        defer { close(fd) }
+    /// Copies a file from outside the library into staging, hashing while copying.
+    public func copy(from sourcePath: String) throws -> HashedFile {
+        let source = try SystemCalls.open(sourcePath, flags: O_RDONLY)
+        let st = try source.status()
+        guard st.isRegularFile else { throw LibraryError.refused("not a regular file") }
+        source.adviseSequential()
+        let (target, path) = try files.makeStagingFile(prefix: "import")
         var hasher = SHA256Hasher()
         var header: [UInt8] = []
-        var total: Int64 = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FileIO.chunkSize, alignment: 16)
+        var offset: Int64 = 0
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         do {
             while true {
-                let n = try FileIO.read(source, buffer, path: sourcePath)
+                let n = try source.read(into: buffer, at: offset)
                 if n == 0 { break }
                 let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
                 if header.count < Sniffer.headerLength {
                     header.append(contentsOf: chunk.prefix(Sniffer.headerLength - header.count))
                 }
                 hasher.update(chunk)
-                try FileIO.writeAll(fd, chunk, path: path)
-                total += Int64(n)
+                try target.write(chunk, at: offset)
+                offset += Int64(n)
             }
         } catch {
-            unlink(path)
+            try? files.remove(path)
             throw error
         }
-        let mtime = st.st_mtim.nanoseconds
-        return StagedFile(path: path, sha256: hasher.finalizeHex(), size: total, header: header, mtimeNs: mtime)
+        return HashedFile(path: path, descriptor: target, sha256: hasher.finalizeHex(), size: offset, header: header,
+                          mtimeNs: st.modificationNanoseconds)
     }
 
-    /// Hashes a file already in staging (written through the mount), unless its digest
-    /// was computed while it was written (`knownHash`).
-    public func seal(path: String, fd: Int32, mtimeNs: Int64, knownHash: ((Int64) -> String?)? = nil) throws -> StagedFile {
-        let size = FileIO.fileSize(fd)
-        let hash: String
-        if let known = knownHash?(size) {
-            hash = known
-        } else {
-            hash = try FileIO.sha256(fd: fd, path: path).hash
-        }
-        var header = [UInt8](repeating: 0, count: Sniffer.headerLength)
-        let n = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        header = Array(header.prefix(max(0, n)))
-        return StagedFile(path: path, sha256: hash, size: size, header: header, mtimeNs: mtimeNs)
+    /// A new private file in staging/ (a new version is written there).
+    public func makeFile(prefix: String) throws -> (FileDescriptor, LibraryPath) {
+        try files.makeStagingFile(prefix: prefix)
     }
 
     /// Removes everything left in staging/ by an earlier process. Called only with the
     /// library lock held.
+    @discardableResult
     public func clean() -> Int {
-        guard let dir = opendir(paths.staging) else { return 0 }
-        defer { closedir(dir) }
         var removed = 0
-        while let entry = readdir(dir) {
-            let name = direntName(entry)
-            if name == "." || name == ".." { continue }
-            if unlink("\(paths.staging)/\(name)") == 0 { removed += 1 }
+        for name in (try? files.names(in: .staging)) ?? [] {
+            if (try? files.remove(.staging(name))) == true { removed += 1 }
         }
         return removed
     }
 }
 
-extension UInt64 {
-    var hex16: String { String(self, radix: 16).leftPadded(16) }
+extension FileDescriptor {
+    /// SHA-256 of the whole file, from offset 0: its hex digest.
+    public func sha256() throws -> String {
+        var hasher = SHA256Hasher()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while true {
+            let n = try read(into: buffer, at: offset)
+            if n == 0 { break }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            offset += Int64(n)
+        }
+        return hasher.finalizeHex()
+    }
 }

@@ -1,35 +1,20 @@
 import Foundation
 import Glibc
 
-/// The directories and files of a library (PRODUCT.md section 1).
-public struct LibraryPaths: Sendable {
-    public let root: String
-    public var database: String { root + "/library.db" }
-    public var originals: String { root + "/originals" }
-    public var thumbnails: String { root + "/thumbnails" }
-    public var staging: String { root + "/staging" }
-    public var scratch: String { root + "/scratch" }
-
-    public init(root: String) {
-        var path = root
-        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
-        self.root = path
-    }
-}
-
-/// An open library: its database connections, blob store and lock. One per process.
+/// An open library: its files, database connections and lock. One per process.
 ///
 /// Writes go through one writer connection, serialized by a lock, each in a
-/// `BEGIN IMMEDIATE` transaction; reads take a connection of their own from a pool, so
-/// that readers on many threads never wait for each other (WAL mode).
+/// `BEGIN IMMEDIATE` transaction that the caller owns (`write`): one filesystem operation
+/// is one transaction, all or nothing. Reads take a connection of their own from a pool,
+/// so that readers on many threads never wait for each other (WAL mode).
 public final class Library: Sendable {
-    public let paths: LibraryPaths
+    /// The library folder, absolute.
+    public let root: String
+    public let files: LibraryFiles
     public let blobs: BlobStore
-    let writer: Locked<Connection>
+    let writer: Locked<WriterConnection>
     let readers: ConnectionPool
     private let lock: LibraryLock?
-    /// The library folder's descriptor, opened on first use (see `openInside`).
-    let rootDescriptor = Locked<Int32>(-1)
 
     /// How an open library is locked against other processes.
     public enum Access: Sendable {
@@ -43,100 +28,136 @@ public final class Library: Sendable {
     /// database. The directory may exist if it is empty.
     @discardableResult
     public static func create(at path: String) throws -> Library {
-        let paths = LibraryPaths(root: path)
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: paths.root, isDirectory: &isDirectory) {
-            if FileManager.default.fileExists(atPath: paths.database) {
-                throw LibraryError.alreadyALibrary(paths.root)
+        let root = Library.normalized(path)
+        if let st = try SystemCalls.status(root) {
+            if try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil {
+                throw LibraryError.alreadyALibrary(root)
             }
-            guard isDirectory.boolValue else {
-                throw LibraryError.io("\(paths.root) exists and is not a directory", errno: ENOTDIR)
+            guard st.isDirectory else { throw LibraryError.io("\(root) exists and is not a directory", errno: ENOTDIR) }
+            if !(try SystemCalls.names(in: root)).isEmpty {
+                throw LibraryError.io("\(root) is not empty; choose an empty or new directory", errno: ENOTEMPTY)
             }
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: paths.root)) ?? []
-            if !entries.isEmpty {
-                throw LibraryError.io("\(paths.root) is not empty; choose an empty or new directory", errno: ENOTEMPTY)
-            }
-            chmod(paths.root, 0o700)
+            try SystemCalls.retrying("chmod", root) { chmod(root, 0o700) }
         } else {
-            try makeDirectory(paths.root)
+            try SystemCalls.retrying("mkdir", root) { mkdir(root, 0o700) }
         }
-        for directory in [paths.originals, paths.thumbnails, paths.staging, paths.scratch] {
-            try makeDirectory(directory)
-        }
+        let files = try LibraryFiles(root: root)
+        for folder in LibraryPath.folders { try files.makeFolder(folder) }
         // Create the database file ourselves so that it is private from the start;
         // SQLite gives its -wal and -shm files the same mode.
-        let fd = Glibc.open(paths.database, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LibraryError.io(paths.database, errno: errno) }
-        close(fd)
-        return try Library(paths: paths, access: .exclusive)
+        _ = try files.open(.database, flags: O_CREAT | O_EXCL | O_WRONLY, mode: 0o600)
+        return try Library(root: root, access: .exclusive)
     }
 
     /// Opens an existing library. An exclusive open takes the library's lock, or uses
     /// `lock` when the caller took it already (the mount takes it before it forks).
     public static func open(at path: String, access: Access, lock: LibraryLock? = nil) throws -> Library {
-        let paths = LibraryPaths(root: path)
-        guard FileManager.default.fileExists(atPath: paths.database) else {
-            throw LibraryError.notALibrary(paths.root)
+        let root = Library.normalized(path)
+        guard try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil else {
+            throw LibraryError.notALibrary(root)
         }
-        return try Library(paths: paths, access: access, lock: lock)
+        return try Library(root: root, access: access, lock: lock)
     }
 
-    private init(paths: LibraryPaths, access: Access, lock givenLock: LibraryLock? = nil) throws {
-        self.paths = paths
-        lock = access == .exclusive ? try (givenLock ?? LibraryLock(path: paths.root)) : nil
-        // Directories a newer layout added are created on open, so old libraries work.
-        for directory in [paths.originals, paths.thumbnails, paths.staging, paths.scratch]
-        where !FileManager.default.fileExists(atPath: directory) {
-            try Library.makeDirectory(directory)
+    static func normalized(_ path: String) -> String {
+        var path = path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+
+    private init(root: String, access: Access, lock givenLock: LibraryLock? = nil) throws {
+        self.root = root
+        lock = access == .exclusive ? try (givenLock ?? LibraryLock(path: root)) : nil
+        files = try LibraryFiles(root: root)
+        blobs = BlobStore(files: files)
+        if access == .exclusive {
+            // Folders a newer layout added or renamed, so that old libraries work.
+            if files.exists(.oldScratch) && !files.exists(.plainFiles) {
+                try files.rename(.oldScratch, to: .plainFiles, replace: false)
+            }
+            for folder in LibraryPath.folders { try files.makeFolder(folder) }
         }
-        let connection = try Connection(path: paths.database)
+        let connection = try Connection(path: files.absolute(.database))
         try connection.execute("PRAGMA journal_mode = WAL")
         // FULL: a commit is on disk when it returns (close() == 0 means durable).
         try connection.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
         try Library.tune(connection)
         try Schema.migrate(connection)
-        writer = Locked(connection)
-        readers = ConnectionPool(path: paths.database)
-        blobs = BlobStore(paths: paths)
+        writer = Locked(WriterConnection(connection))
+        readers = ConnectionPool(path: files.absolute(.database))
         if access == .exclusive {
             // Whatever a crashed process left in staging/ was never imported: a file is
             // part of the library only once its rows are committed.
-            _ = Staging(paths: paths).clean()
+            Staging(files: files).clean()
+            try recoverPlainFiles()
         }
-    }
-
-    deinit {
-        rootDescriptor.withLock { if $0 >= 0 { close($0) } }
     }
 
     static func tune(_ connection: Connection) throws {
         try connection.execute("PRAGMA mmap_size = 268435456; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY")
     }
 
-    static func makeDirectory(_ path: String) throws {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw LibraryError.io("cannot create \(path)", errno: errno)
+    /// How much a commit waits for the disk.
+    public enum Durability: Sendable {
+        /// On disk when the commit returns (fsync of the WAL): imports, versions, and every
+        /// change a user makes by name.
+        case durable
+        /// In the WAL and seen by every reader at once, on disk with the next durable
+        /// commit or checkpoint: the row of a file just created, which a crash may lose
+        /// along with the bytes that were still being written to it.
+        case lazy
+    }
+
+    /// Runs `body` in a write transaction: every change it makes is committed together,
+    /// or none is (a thrown error rolls back).
+    public func write<T>(_ durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
+        try writer.withLock { w in
+            try w.setDurability(durability)
+            return try w.connection.transaction { try body(Transaction(db: w.connection, library: self)) }
         }
     }
 
-    /// Runs `body` in a write transaction on the writer connection.
-    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try writer.withLock { db in
-            try db.transaction { try body(db) }
-        }
-    }
-
-    /// Runs `body` with a reader connection. Use `readTransaction` when several
-    /// statements must see one snapshot.
-    public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try readers.withConnection(body)
-    }
-
-    /// Runs `body` in a read transaction: every statement sees the same snapshot.
-    public func readTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+    /// Runs `body` with a reader connection; `snapshot` makes every statement see one
+    /// snapshot of the library.
+    public func read<T>(snapshot: Bool = false, _ body: (Records) throws -> T) throws -> T {
         try readers.withConnection { db in
-            try db.transaction(immediate: false) { try body(db) }
+            if snapshot { return try db.transaction(immediate: false) { try body(Records(db: db, library: self)) } }
+            return try body(Records(db: db, library: self))
         }
+    }
+
+    // MARK: start-up recovery
+
+    /// Plain files that were created through a mount and never closed (the daemon died
+    /// while they were written) are discarded, as a file in staging/ would be: nobody was
+    /// told they were written. Bytes in plain/ that no row names are removed.
+    private func recoverPlainFiles() throws {
+        let unfinished = try write { tx in try tx.discardUnfinishedPlainFiles() }
+        for file in unfinished {
+            Log.warning("discarded \(file.name): it was being written when albumfs stopped, and never closed")
+        }
+        let known = Set(try read { try $0.allPlainFileIDs() })
+        for name in try files.names(in: .plainFiles) {
+            guard let id = Int64(name), known.contains(id) else {
+                try files.remove(LibraryPath.plainFiles.appending(name))
+                continue
+            }
+        }
+        for file in unfinished { try files.remove(.plainFile(file.id)) }
+    }
+}
+
+/// The writer connection and the durability its next commit has.
+final class WriterConnection {
+    let connection: Connection
+    private var durability: Library.Durability = .durable
+
+    init(_ connection: Connection) { self.connection = connection }
+
+    func setDurability(_ wanted: Library.Durability) throws {
+        guard wanted != durability else { return }
+        try connection.execute(wanted == .durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+        durability = wanted
     }
 }
 
@@ -164,22 +185,19 @@ final class ConnectionPool: @unchecked Sendable {
 /// An advisory lock (flock) on the library directory, held for the life of a mount or
 /// a writing command, so that two processes never write one library at once.
 public final class LibraryLock: Sendable {
-    private let fd: Int32
+    private let descriptor: FileDescriptor
 
     public init(path: String) throws {
-        guard FileManager.default.fileExists(atPath: LibraryPaths(root: path).database) else {
-            throw LibraryError.notALibrary(LibraryPaths(root: path).root)
+        let root = Library.normalized(path)
+        guard try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil else {
+            throw LibraryError.notALibrary(root)
         }
-        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw LibraryError.io("cannot open \(path)", errno: errno) }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        descriptor = try SystemCalls.open(root, flags: O_RDONLY | O_DIRECTORY)
+        while flock(descriptor.raw, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
-            close(fd)
-            if code == EWOULDBLOCK { throw LibraryError.locked(path) }
-            throw LibraryError.io("cannot lock \(path)", errno: code)
+            if code == EINTR { continue }
+            if code == EWOULDBLOCK { throw LibraryError.locked(root) }
+            throw LibraryError.io("cannot lock \(root)", errno: code)
         }
-        self.fd = fd
     }
-
-    deinit { close(fd) }
 }

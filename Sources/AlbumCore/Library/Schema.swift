@@ -110,7 +110,7 @@ enum Schema {
         END;
 
         -- Plain files of a directory that are never imported (dot files, client junk).
-        -- Their bytes live in scratch/<id>. id is the inode number.
+        -- Their bytes live in scratch/<id>. id is the inode number. (Schema 5: plain_files.)
         CREATE TABLE scratch(
             id INTEGER PRIMARY KEY,
             dir_ino INTEGER NOT NULL,
@@ -154,6 +154,22 @@ enum Schema {
         """
         CREATE INDEX albums_children ON albums(parent_id, id);
         CREATE INDEX scratch_children ON scratch(dir_ino, id);
+        """,
+        // 5: plain files (the files of a folder that are not photos or videos, PRODUCT.md
+        // section 3) replace scratch files. A plain file's bytes are its own file in
+        // plain/, or an existing blob it shares (a save tool's backup of the previous
+        // version) until it is written. `unfinished` marks a file created through the mount
+        // and not closed yet: discarded at start-up if the daemon died meanwhile. A blob
+        // found damaged is marked, so that good bytes with its hash can heal it.
+        """
+        ALTER TABLE scratch RENAME TO plain_files;
+        DROP INDEX scratch_children;
+        CREATE INDEX plain_files_children ON plain_files(dir_ino, id);
+        ALTER TABLE plain_files ADD COLUMN blob_sha256 TEXT REFERENCES blobs(sha256);
+        ALTER TABLE plain_files ADD COLUMN unfinished INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX plain_files_blob ON plain_files(blob_sha256) WHERE blob_sha256 IS NOT NULL;
+        CREATE INDEX plain_files_unfinished ON plain_files(id) WHERE unfinished = 1;
+        ALTER TABLE blobs ADD COLUMN damaged INTEGER NOT NULL DEFAULT 0;
         """,
     ]
 

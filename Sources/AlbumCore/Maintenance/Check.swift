@@ -22,7 +22,8 @@ extension Library {
     /// blob files are left to `gc`.
     public func check(repair: Bool = false, progress: ((Int, Int, Int64) -> Void)? = nil) throws -> CheckReport {
         var report = CheckReport()
-        try read { db in
+        try read { r in
+            let db = r.db
             let integrity = try db.query("PRAGMA integrity_check") { $0.text(0) }
             if integrity != ["ok"] { report.problems += integrity.map { "database integrity: \($0)" } }
             let fk = try db.query("PRAGMA foreign_key_check") { "\($0.text(0)) row \($0.int64(1)) points at a missing \($0.text(2)) row" }
@@ -30,15 +31,16 @@ extension Library {
         }
 
         // Blob rows and the assets and versions that use them.
-        let blobRows = try read { db in
-            try db.query("SELECT sha256, size FROM blobs") { ($0.text(0), $0.int64(1)) }
+        let blobRows = try read { r in
+            try r.db.query("SELECT sha256, size FROM blobs") { ($0.text(0), $0.int64(1)) }
         }
         var rowSize: [String: Int64] = [:]
         for (hash, size) in blobRows { rowSize[hash] = size }
-        let uses = try read { db in
-            try db.query("""
+        let uses = try read { r in
+            try r.db.query("""
                 SELECT a.sha256, a.id, a.name, 'asset' FROM assets a
                 UNION ALL SELECT v.sha256, v.asset_id, a.name, 'version ' || v.version FROM versions v JOIN assets a ON a.id = v.asset_id
+                UNION ALL SELECT p.blob_sha256, p.id, p.name, 'plain file' FROM plain_files p WHERE p.blob_sha256 IS NOT NULL
                 """) { ($0.text(0), $0.int64(1), $0.text(2), $0.text(3)) }
         }
         var usedBy: [String: [(Int64, String)]] = [:]
@@ -50,81 +52,85 @@ extension Library {
         }
 
         // Every file in originals/ is re-hashed.
-        let files = blobs.allHashes()
-        let fileSet = Set(files)
+        let files = try blobs.allFiles()
+        let fileSet = Set(files.map(\.name))
         let total = files.count
-        for (index, name) in files.enumerated() {
-            let path = blobs.path(for: name)
-            guard isSHA256Hex(name), String(name.prefix(2)) == path.split(separator: "/").dropLast().last.map(String.init) else {
-                report.notes.append("stray file in originals/: \(path)")
+        var damaged: [String] = []
+        for (index, (folder, name)) in files.enumerated() {
+            guard isSHA256Hex(name), String(name.prefix(2)) == folder else {
+                report.notes.append("stray file in originals/: \(folder)/\(name)")
                 continue
             }
             do {
                 // Never through a link: a blob replaced by a link out of the library is a problem.
-                let fd = try openInside("originals/\(name.prefix(2))/\(name)", flags: O_RDONLY)
-                defer { close(fd) }
-                posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
-                let (hash, size) = try FileIO.sha256(fd: fd, path: path)
+                let file = try blobs.open(name)
+                file.adviseSequential()
+                let hash = try file.sha256()
+                let size = try file.size()
                 report.blobsChecked += 1
                 report.bytesChecked += size
                 if hash != name {
-                    report.problems.append("\(describe(name)): contents altered (hash is now \(hash))")
+                    report.problems.append("\(describe(name)): contents altered (hash is now \(hash)); \(healHint)")
+                    damaged.append(name)
                 } else if let expected = rowSize[name], expected != size {
-                    report.problems.append("\(describe(name)): size \(size), expected \(expected)")
+                    report.problems.append("\(describe(name)): size \(size), expected \(expected); \(healHint)")
+                    damaged.append(name)
                 }
             } catch {
-                report.problems.append("\(describe(name)): unreadable: \(error)")
+                report.problems.append("\(describe(name)): unreadable: \(error); \(healHint)")
+                damaged.append(name)
             }
             progress?(index + 1, total, report.bytesChecked)
+        }
+        if repair && !damaged.isEmpty {
+            try write { tx in for hash in damaged { try tx.markBlobDamaged(hash) } }
+            report.repairs.append("marked \(damaged.count) damaged original(s): copying the intact file in again (or albumfs import of it) repairs each")
         }
 
         // Rows pointing at blobs that are not there.
         for (hash, _) in usedBy where !fileSet.contains(hash) {
-            report.problems.append("\(describe(hash)): blob file missing")
+            report.problems.append("\(describe(hash)): blob file missing; \(healHint)")
         }
         for (hash, _, _, _) in uses where rowSize[hash] == nil {
             if fileSet.contains(hash) {
                 report.notes.append("blob \(hash) has no blobs row")
-                if repair, let size = fileSize(blobs.path(for: hash)) {
-                    try write { db in
-                        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
-                                   hash, size, nowSeconds(), blobMtime(hash))
-                    }
+                if repair, let st = try self.files.status(.blob(hash)) {
+                    try write { tx in try tx.recordBlob(hash, size: Int64(st.st_size), mtimeNs: st.modificationNanoseconds) }
                     report.repairs.append("added the blobs row of \(hash)")
                 }
             }
         }
         // Orphans: files no row uses (a crash between placing a blob and committing).
-        for hash in files where isSHA256Hex(hash) && usedBy[hash] == nil {
+        for (_, hash) in files where isSHA256Hex(hash) && usedBy[hash] == nil {
             report.notes.append("orphan blob \(hash) (no asset uses it; gc removes it)")
         }
         for (hash, _) in blobRows where usedBy[hash] == nil && !fileSet.contains(hash) {
             report.notes.append("blob row \(hash) has neither file nor user")
             if repair {
-                try write { db in try db.run("DELETE FROM blobs WHERE sha256 = ?", hash) }
+                try write { tx in try tx.db.run("DELETE FROM blobs WHERE sha256 = ?", hash) }
                 report.repairs.append("removed the blob row \(hash)")
             }
         }
 
         // Derived counters.
-        let drift = try read { db in
-            try db.query("SELECT a.id, a.links, (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id) FROM assets a WHERE a.links != (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id)") {
+        let drift = try read { r in
+            try r.db.query("SELECT a.id, a.links, (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id) FROM assets a WHERE a.links != (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id)") {
                 ($0.int64(0), $0.int(1), $0.int(2))
             }
         }
         for (id, stored, actual) in drift {
             report.problems.append("asset \(id): link count \(stored), but \(actual) memberships")
             if repair {
-                try write { db in try db.run("UPDATE assets SET links = ? WHERE id = ?", actual, id) }
+                try write { tx in try tx.db.run("UPDATE assets SET links = ? WHERE id = ?", actual, id) }
                 report.repairs.append("asset \(id): link count set to \(actual)")
             }
         }
-        let danglingAlbums = try read { db in
-            try db.query("SELECT id, name FROM albums WHERE parent_id != 0 AND parent_id NOT IN (SELECT id FROM albums)") { "\($0.text(1)) (\($0.int64(0)))" }
+        let danglingAlbums = try read { r in
+            try r.db.query("SELECT id, name FROM albums WHERE parent_id != 0 AND parent_id NOT IN (SELECT id FROM albums)") { "\($0.text(1)) (\($0.int64(0)))" }
         }
         report.problems += danglingAlbums.map { "album \($0) has a missing parent" }
         if repair && !danglingAlbums.isEmpty {
-            try write { db in try db.run("UPDATE albums SET parent_id = 0 WHERE parent_id != 0 AND parent_id NOT IN (SELECT id FROM albums)") }
+            try write { tx in try tx.db.run("UPDATE albums SET parent_id = 0 WHERE parent_id != 0 AND parent_id NOT IN (SELECT id FROM albums)") }
             report.repairs.append("moved \(danglingAlbums.count) album(s) with a missing parent to the top of Albums/")
         }
         if repair {
@@ -133,8 +139,5 @@ extension Library {
         return report
     }
 
-    private func fileSize(_ path: String) -> Int64? {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int64(st.st_size) : nil
-    }
+    var healHint: String { "copy the intact file into the library again (or albumfs import it) to repair it" }
 }

@@ -13,7 +13,8 @@ public struct LibraryStats: Sendable {
 
 extension Library {
     public func stats() throws -> LibraryStats {
-        try readTransaction { db in
+        try read(snapshot: true) { r in
+            let db = r.db
             var s = LibraryStats()
             func count(_ sql: String) throws -> Int { Int(try db.scalar(sql) ?? 0) }
             s.assets = try count("SELECT count(*) FROM assets")

@@ -20,16 +20,17 @@ extension Library {
     /// optionally in `album`. Names must be unique; they are not suffixed.
     public func addSyntheticAssets(_ items: [SyntheticAsset], sha256: String, album: Int64? = nil,
                                    batch: Int = 20_000) throws {
-        guard let template = try assets(withSHA256: sha256).first else {
+        guard let template = try read({ try $0.assets(withSHA256: sha256).first }) else {
             throw LibraryError.notFound("an asset with blob \(sha256) (import one first)")
         }
         var start = 0
         while start < items.count {
             let slice = items[start..<min(start + batch, items.count)]
-            try write { db in
+            try write { tx in
+                let db = tx.db
                 let now = nowNanoseconds()
                 for item in slice {
-                    let id = try allocateID(db)
+                    let id = try tx.allocateID()
                     let day = Library.dayNumber(instant: item.takenAt, offsetMinutes: 0)
                     try db.run("""
                         INSERT INTO assets(id, name, name_key, original_name, sha256, size, version, media_type, format, kinds,

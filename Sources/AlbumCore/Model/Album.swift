@@ -14,16 +14,6 @@ public struct Album: Sendable, Equatable {
 
     static let columns = "id, parent_id, name, created_at, mtime_ns, changed_ns, mode"
 
-    public init(id: Int64, parentID: Int64, name: String, createdAt: Int64, mtimeNs: Int64, changedNs: Int64, mode: UInt32? = nil) {
-        self.mode = mode
-        self.id = id
-        self.parentID = parentID
-        self.name = name
-        self.createdAt = createdAt
-        self.mtimeNs = mtimeNs
-        self.changedNs = changedNs
-    }
-
     init(row: Row) {
         id = row.int64(0)
         parentID = row.int64(1)
@@ -42,19 +32,24 @@ public struct Membership: Sendable, Equatable {
     public var assetID: Int64
     public var name: String
     public var sortKey: Int64
-}
 
-extension Membership {
     static let columns = "id, album_id, asset_id, name, sort_key"
 
-    // In an extension, so that the memberwise initializer stays.
+    init(id: Int64, albumID: Int64, assetID: Int64, name: String, sortKey: Int64) {
+        self.id = id
+        self.albumID = albumID
+        self.assetID = assetID
+        self.name = name
+        self.sortKey = sortKey
+    }
+
     init(row: Row) {
         self.init(id: row.int64(0), albumID: row.int64(1), assetID: row.int64(2), name: row.text(3), sortKey: row.int64(4))
     }
 }
 
-/// Inode numbers of the fixed folders. Scratch files record the inode of the folder
-/// they live in, so these numbers are part of the storage format and never change.
+/// Inode numbers of the fixed folders. Plain files record the inode of the folder they
+/// live in, so these numbers are part of the storage format and never change.
 public enum FixedInode {
     public static let root: UInt64 = 1
     public static let albums: UInt64 = 2
@@ -63,35 +58,37 @@ public enum FixedInode {
     public static let smartAlbums: UInt64 = 5
     /// Smart album folders are 16 + `SmartAlbum.rawValue`.
     public static let firstSmartAlbum: UInt64 = 16
+
+    /// The folder inode of album `id` (0: the top of Albums/).
+    public static func folder(ofAlbum id: Int64) -> UInt64 { id == 0 ? albums : UInt64(id) }
+
+    /// The album a folder inode is, if it is one (albums are objects, ids >= 1000).
+    public static func album(ofFolder ino: UInt64) -> Int64? {
+        ino >= UInt64(Schema.firstObjectID) && ino < (1 << 48) ? Int64(ino) : nil
+    }
 }
 
-extension Library {
-    // MARK: albums
+// MARK: - reads
 
+extension LibraryRecords {
     public func album(id: Int64) throws -> Album? {
-        try read { db in
-            try db.first("SELECT \(Album.columns) FROM albums WHERE id = ?", id, map: Album.init)
-        }
+        try db.first("SELECT \(Album.columns) FROM albums WHERE id = ?", id, map: Album.init)
     }
 
     /// The album called `name` (any case or normalization) in `parent` (0: top level).
     public func album(named name: String, in parent: Int64) throws -> Album? {
-        try read { db in
-            try db.first("SELECT \(Album.columns) FROM albums WHERE parent_id = ? AND name_key = ?",
-                         parent, Names.key(name), map: Album.init)
-        }
+        try db.first("SELECT \(Album.columns) FROM albums WHERE parent_id = ? AND name_key = ?",
+                     parent, Names.key(name), map: Album.init)
     }
 
     /// Sub-albums of `parent` in creation order, after id `after`.
     public func albums(in parent: Int64, after: Int64 = 0, limit: Int = Int.max) throws -> [Album] {
-        try read { db in
-            try db.query("SELECT \(Album.columns) FROM albums WHERE parent_id = ? AND id > ? ORDER BY id LIMIT ?",
-                         parent, after, limit, map: Album.init)
-        }
+        try db.query("SELECT \(Album.columns) FROM albums WHERE parent_id = ? AND id > ? ORDER BY id LIMIT ?",
+                     parent, after, limit, map: Album.init)
     }
 
     public func allAlbums() throws -> [Album] {
-        try read { db in try db.query("SELECT \(Album.columns) FROM albums ORDER BY id", map: Album.init) }
+        try db.query("SELECT \(Album.columns) FROM albums ORDER BY id", map: Album.init)
     }
 
     /// The album at a path of names below Albums/ (`["Trips", "Rome 2024"]`).
@@ -110,61 +107,62 @@ extension Library {
     public func albumPath(id: Int64) throws -> [String] {
         var names: [String] = []
         var current = id
-        var guardCount = 0
-        while current != 0, let album = try album(id: current), guardCount < 4096 {
+        var steps = 0
+        while current != 0, let album = try album(id: current), steps < 4096 {
             names.insert(album.name, at: 0)
             current = album.parentID
-            guardCount += 1
+            steps += 1
         }
         return names
     }
 
-    /// Whether a directory entry called `key` exists in album `albumID` (0: top level):
-    /// a sub-album, a member or a scratch file.
-    func nameTaken(inAlbum albumID: Int64, key: String, db: Connection) throws -> Bool {
-        let dirIno = albumID == 0 ? Int64(FixedInode.albums) : albumID
+    public func memberships(ofAsset assetID: Int64) throws -> [Membership] {
+        try db.query("SELECT \(Membership.columns) FROM memberships WHERE asset_id = ? ORDER BY id", assetID, map: Membership.init)
+    }
+
+    /// The entry called `name` (any case or normalization) in album `albumID`, visible or not.
+    public func membership(named name: String, inAlbum albumID: Int64) throws -> Membership? {
+        try db.first("SELECT \(Membership.columns) FROM memberships WHERE album_id = ? AND name_key = ?",
+                     albumID, Names.key(name), map: Membership.init)
+    }
+
+    /// Whether a directory entry with key `key` exists in album `albumID` (0: top level):
+    /// a sub-album, a member (shown or not) or a plain file.
+    func nameTaken(inAlbum albumID: Int64, key: String) throws -> Bool {
         if try db.scalar("SELECT 1 FROM albums WHERE parent_id = ? AND name_key = ?", albumID, key) != nil { return true }
-        if try db.scalar("SELECT 1 FROM scratch WHERE dir_ino = ? AND name_key = ?", dirIno, key) != nil { return true }
+        if try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?",
+                         Int64(FixedInode.folder(ofAlbum: albumID)), key) != nil { return true }
         if albumID != 0,
            try db.scalar("SELECT 1 FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key) != nil { return true }
         return false
     }
+}
 
+// MARK: - changes
+
+extension Transaction {
     /// Frees `key` in album `albumID` (0: top level) for a new entry: EEXIST when a
-    /// sub-album, a scratch file or a visible member has it; the entry of a deleted or
+    /// sub-album, a plain file or a visible member has it; the entry of a deleted or
     /// hidden asset gives way (`makeWayForVisibleEntry`).
-    func claimName(inAlbum albumID: Int64, key: String, name: String, db: Connection) throws {
-        let member = try albumID == 0 ? nil : membership(inAlbum: albumID, key: key, db: db)
-        try claimName(inAlbum: albumID, key: key, name: name, member: member, db: db)
-    }
-
-    /// `claimName` with the album's entry of `key` (`membership(inAlbum:key:db:)`)
-    /// already looked up by the caller.
-    private func claimName(inAlbum albumID: Int64, key: String, name: String, member: Membership?, db: Connection) throws {
-        if albumID != 0, let member { try makeWayForVisibleEntry(member, db: db) }
-        if try nameTaken(inAlbum: albumID, key: key, db: db) { throw LibraryError.exists(name) }
+    func claimName(inAlbum albumID: Int64, name: String) throws {
+        if albumID != 0, let member = try membership(named: name, inAlbum: albumID) {
+            try makeWayForVisibleEntry(member)
+        }
+        if try nameTaken(inAlbum: albumID, key: Names.key(name)) { throw LibraryError.exists(name) }
     }
 
     /// Creates an album. EEXIST if the parent already has an entry of that name.
+    @discardableResult
     public func createAlbum(named name: String, in parent: Int64) throws -> Album {
         try Names.validate(name)
-        return try write { db in
-            try createAlbum(named: name, in: parent, db: db)
-        }
-    }
-
-    func createAlbum(named name: String, in parent: Int64, db: Connection) throws -> Album {
-        let key = Names.key(name)
-        if parent != 0, try db.scalar("SELECT 1 FROM albums WHERE id = ?", parent) == nil {
-            throw LibraryError.notFound("album \(parent)")
-        }
-        try claimName(inAlbum: parent, key: key, name: name, db: db)
-        let id = try allocateID(db)
+        if parent != 0, try album(id: parent) == nil { throw LibraryError.notFound("album \(parent)") }
+        try claimName(inAlbum: parent, name: name)
+        let id = try allocateID()
         let now = nowNanoseconds()
         try db.run("INSERT INTO albums(id, parent_id, name, name_key, created_at, mtime_ns, changed_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   id, parent, name, key, now / nanosecondsPerSecond, now, now)
-        try touchAlbum(parent, db: db)
-        return Album(id: id, parentID: parent, name: name, createdAt: now / nanosecondsPerSecond, mtimeNs: now, changedNs: now)
+                   id, parent, name, Names.key(name), now / nanosecondsPerSecond, now, now)
+        try touchAlbum(parent)
+        return try album(id: id)!
     }
 
     /// The album at `path`, creating every missing album on the way ("save to album X,
@@ -173,161 +171,139 @@ extension Library {
         var parent: Int64 = 0
         var found: Album?
         for component in path {
-            try Names.validate(component)
-            if let existing = try album(named: component, in: parent) {
-                found = existing
-            } else {
-                found = try write { db in
-                    if let raced = try db.first("SELECT \(Album.columns) FROM albums WHERE parent_id = ? AND name_key = ?",
-                                                parent, Names.key(component), map: Album.init) {
-                        return raced
-                    }
-                    return try createAlbum(named: component, in: parent, db: db)
-                }
-            }
-            parent = found!.id
+            let next = try album(named: component, in: parent) ?? createAlbum(named: component, in: parent)
+            found = next
+            parent = next.id
         }
         return found
     }
 
-    /// Renames and/or moves an album. Moving an album into itself or a descendant is
-    /// EINVAL; a name taken at the target is EEXIST.
+    /// Renames and/or moves an album. Into itself or a descendant is EINVAL; a name taken
+    /// at the target is EEXIST, except by an empty album, which it replaces (rename(2)).
     public func moveAlbum(id: Int64, to newParent: Int64, name newName: String) throws {
         try Names.validate(newName)
-        try write { db in
-            guard let album = try db.first("SELECT \(Album.columns) FROM albums WHERE id = ?", id, map: Album.init) else {
-                throw LibraryError.notFound("album \(id)")
+        guard let moving = try album(id: id) else { throw LibraryError.notFound("album \(id)") }
+        var cursor = newParent
+        while cursor != 0 {
+            if cursor == id { throw LibraryError.invalidName("cannot move album \(moving.name) into itself", errno: EINVAL) }
+            guard let up = try db.scalar("SELECT parent_id FROM albums WHERE id = ?", cursor) else {
+                throw LibraryError.notFound("album \(newParent)")
             }
-            var cursor = newParent
-            while cursor != 0 {
-                if cursor == id {
-                    throw LibraryError.invalidName("cannot move album \(album.name) into itself", errno: EINVAL)
-                }
-                guard let up = try db.scalar("SELECT parent_id FROM albums WHERE id = ?", cursor) else {
-                    throw LibraryError.notFound("album \(newParent)")
-                }
-                cursor = up
-            }
-            let key = Names.key(newName)
-            let sameSlot = newParent == album.parentID && key == Names.key(album.name)
-            if !sameSlot { try claimName(inAlbum: newParent, key: key, name: newName, db: db) }
-            let now = nowNanoseconds()
-            try db.run("UPDATE albums SET parent_id = ?, name = ?, name_key = ?, changed_ns = ? WHERE id = ?",
-                       newParent, newName, key, now, id)
-            try touchAlbum(album.parentID, db: db)
-            if newParent != album.parentID { try touchAlbum(newParent, db: db) }
+            cursor = up
         }
+        let key = Names.key(newName)
+        let sameSlot = newParent == moving.parentID && key == Names.key(moving.name)
+        if !sameSlot {
+            if let existing = try album(named: newName, in: newParent), existing.id != id {
+                try deleteAlbum(id: existing.id)  // ENOTEMPTY unless empty
+            }
+            try claimName(inAlbum: newParent, name: newName)
+        }
+        try db.run("UPDATE albums SET parent_id = ?, name = ?, name_key = ?, changed_ns = ? WHERE id = ?",
+                   newParent, newName, key, nowNanoseconds(), id)
+        try touchAlbum(moving.parentID)
+        if newParent != moving.parentID { try touchAlbum(newParent) }
     }
 
     /// Deletes an album. Not recursive: ENOTEMPTY unless it has no sub-albums, members
-    /// or scratch files. Its assets stay in the library.
+    /// or plain files. Its assets stay in the library.
     public func deleteAlbum(id: Int64) throws {
-        try write { db in
-            guard let album = try db.first("SELECT \(Album.columns) FROM albums WHERE id = ?", id, map: Album.init) else {
-                throw LibraryError.notFound("album \(id)")
-            }
-            let busy = try db.scalar("SELECT 1 FROM albums WHERE parent_id = ? UNION ALL SELECT 1 FROM memberships WHERE album_id = ? UNION ALL SELECT 1 FROM scratch WHERE dir_ino = ? LIMIT 1",
-                                     id, id, id) != nil
-            if busy { throw LibraryError.notEmpty(album.name) }
-            try db.run("DELETE FROM albums WHERE id = ?", id)
-            try db.run("DELETE FROM xattrs WHERE ino = ?", id)
-            try touchAlbum(album.parentID, db: db)
-        }
+        guard let doomed = try album(id: id) else { throw LibraryError.notFound("album \(id)") }
+        let busy = try db.scalar("""
+            SELECT 1 FROM albums WHERE parent_id = ? UNION ALL SELECT 1 FROM memberships WHERE album_id = ?
+            UNION ALL SELECT 1 FROM plain_files WHERE dir_ino = ? LIMIT 1
+            """, id, id, id) != nil
+        if busy { throw LibraryError.notEmpty(doomed.name) }
+        try db.run("DELETE FROM albums WHERE id = ?", id)
+        try db.run("DELETE FROM xattrs WHERE ino = ?", id)
+        try touchAlbum(doomed.parentID)
     }
 
     /// Sets an album's mtime and ctime to now (its entries changed).
-    func touchAlbum(_ id: Int64, db: Connection) throws {
+    func touchAlbum(_ id: Int64) throws {
         guard id != 0 else { return }
         let now = nowNanoseconds()
         try db.run("UPDATE albums SET mtime_ns = ?, changed_ns = ? WHERE id = ?", now, now, id)
     }
 
+    /// Touches the album a folder inode is, if it is one.
+    func touchFolder(_ ino: UInt64) throws {
+        if let album = FixedInode.album(ofFolder: ino) { try touchAlbum(album) }
+    }
+
     public func setAlbumMode(id: Int64, mode: UInt32) throws {
-        try write { db in
-            try db.run("UPDATE albums SET mode = ?, changed_ns = ? WHERE id = ?", Int64(mode & 0o7777), nowNanoseconds(), id)
-        }
+        try db.run("UPDATE albums SET mode = ?, changed_ns = ? WHERE id = ?", Int64(mode & 0o7777), nowNanoseconds(), id)
     }
 
     public func setAlbumTimes(id: Int64, mtimeNs: Int64) throws {
-        try write { db in
-            try db.run("UPDATE albums SET mtime_ns = ?, changed_ns = ? WHERE id = ?", mtimeNs, nowNanoseconds(), id)
-        }
+        try db.run("UPDATE albums SET mtime_ns = ?, changed_ns = ? WHERE id = ?", mtimeNs, nowNanoseconds(), id)
     }
 
     // MARK: memberships
-
-    public func memberships(ofAsset assetID: Int64) throws -> [Membership] {
-        try read { db in
-            try db.query("SELECT \(Membership.columns) FROM memberships WHERE asset_id = ? ORDER BY id", assetID, map: Membership.init)
-        }
-    }
 
     /// Adds an asset to an album under `name`. If the album already has the asset under
     /// that name, nothing changes; another entry of that name is EEXIST.
     @discardableResult
     public func addMembership(album albumID: Int64, asset assetID: Int64, name: String) throws -> Membership {
         try Names.validate(name)
-        return try write { db in try addMembership(album: albumID, asset: assetID, name: name, db: db) }
-    }
-
-    func addMembership(album albumID: Int64, asset assetID: Int64, name: String, db: Connection) throws -> Membership {
-        let key = Names.key(name)
-        let existing = try membership(inAlbum: albumID, key: key, db: db)
+        let existing = try membership(named: name, inAlbum: albumID)
         if let existing, existing.assetID == assetID { return existing }
-        // The entry just read is the one claimName would look up again.
-        try claimName(inAlbum: albumID, key: key, name: name, member: existing, db: db)
+        try claimName(inAlbum: albumID, name: name)
         guard let taken = try db.scalar("SELECT taken_at FROM assets WHERE id = ?", assetID) else {
             throw LibraryError.notFound("asset \(assetID)")
         }
         try db.run("INSERT INTO memberships(album_id, asset_id, name, name_key, sort_key, added_at) VALUES (?, ?, ?, ?, 0, ?)",
-                   albumID, assetID, name, key, nowSeconds())
+                   albumID, assetID, name, Names.key(name), nowSeconds())
         let id = db.lastInsertRowID
         let sortKey = SortKey.make(takenAt: taken, id: id)
         try db.run("UPDATE memberships SET sort_key = ? WHERE id = ?", sortKey, id)
-        try touchAlbum(albumID, db: db)
+        try touchAlbum(albumID)
         return Membership(id: id, albumID: albumID, assetID: assetID, name: name, sortKey: sortKey)
-    }
-
-    /// The entry called `key` in album `albumID`, if any.
-    private func membership(inAlbum albumID: Int64, key: String, db: Connection) throws -> Membership? {
-        try db.first("SELECT \(Membership.columns) FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key, map: Membership.init)
     }
 
     /// A name in an album held by the entry of a deleted or hidden asset (kept for its
     /// restore, but not shown) gives way to a new entry: the invisible one takes the
     /// first free ` (2)` name. A visible entry of that name is EEXIST.
-    func makeWayForVisibleEntry(_ existing: Membership, db: Connection) throws {
+    func makeWayForVisibleEntry(_ existing: Membership) throws {
         let visible = try db.scalar("SELECT 1 FROM assets WHERE id = ? AND trashed_at IS NULL AND hidden = 0", existing.assetID) != nil
         if visible { throw LibraryError.exists(existing.name) }
-        let free = try Names.firstFree(existing.name) { key in try nameTaken(inAlbum: existing.albumID, key: key, db: db) }
+        let free = try Names.firstFree(existing.name) { key in try nameTaken(inAlbum: existing.albumID, key: key) }
         try db.run("UPDATE memberships SET name = ?, name_key = ? WHERE id = ?", free, Names.key(free), existing.id)
     }
 
     /// Removes the entry `name` from an album; the asset stays in the library.
     public func removeMembership(album albumID: Int64, name: String) throws {
-        try write { db in
-            try db.run("DELETE FROM memberships WHERE album_id = ? AND name_key = ?", albumID, Names.key(name))
-            guard db.changes > 0 else { throw LibraryError.notFound(name) }
-            try touchAlbum(albumID, db: db)
-        }
+        try db.run("DELETE FROM memberships WHERE album_id = ? AND name_key = ?", albumID, Names.key(name))
+        guard db.changes > 0 else { throw LibraryError.notFound(name) }
+        try touchAlbum(albumID)
     }
 
     /// Moves or renames an album entry. A different entry at the target name is EEXIST
-    /// (the filesystem layer decides what replacing means).
+    /// (the filesystem core decides what replacing means).
     public func moveMembership(from albumID: Int64, name: String, to newAlbumID: Int64, name newName: String) throws {
         try Names.validate(newName)
-        try write { db in
-            let key = Names.key(newName)
-            guard let membershipID = try db.scalar("SELECT id FROM memberships WHERE album_id = ? AND name_key = ?",
-                                                   albumID, Names.key(name)) else {
-                throw LibraryError.notFound(name)
-            }
-            let sameSlot = albumID == newAlbumID && key == Names.key(name)
-            if !sameSlot { try claimName(inAlbum: newAlbumID, key: key, name: newName, db: db) }
-            try db.run("UPDATE memberships SET album_id = ?, name = ?, name_key = ? WHERE id = ?",
-                       newAlbumID, newName, key, membershipID)
-            try touchAlbum(albumID, db: db)
-            if newAlbumID != albumID { try touchAlbum(newAlbumID, db: db) }
+        guard let entry = try membership(named: name, inAlbum: albumID) else { throw LibraryError.notFound(name) }
+        let key = Names.key(newName)
+        let sameSlot = albumID == newAlbumID && key == Names.key(name)
+        if !sameSlot { try claimName(inAlbum: newAlbumID, name: newName) }
+        try db.run("UPDATE memberships SET album_id = ?, name = ?, name_key = ? WHERE id = ?", newAlbumID, newName, key, entry.id)
+        try touchAlbum(albumID)
+        if newAlbumID != albumID { try touchAlbum(newAlbumID) }
+    }
+
+    /// A new object id (inode number), never handed out before.
+    func allocateID() throws -> Int64 {
+        guard let id = try db.first("UPDATE meta SET value = value + 1 WHERE key = 'next_object_id' RETURNING value - 1", map: { $0.int64(0) }) else {
+            throw LibraryError.corrupt("library.db has no next_object_id")
         }
+        return id
+    }
+
+    /// Reserves `count` object ids (the mount hands them out to files it creates).
+    public func reserveIDs(_ count: Int) throws -> Range<Int64> {
+        guard let end = try db.first("UPDATE meta SET value = value + ? WHERE key = 'next_object_id' RETURNING value", count, map: { $0.int64(0) }) else {
+            throw LibraryError.corrupt("library.db has no next_object_id")
+        }
+        return (end - Int64(count))..<end
     }
 }

@@ -37,8 +37,30 @@ public struct Asset: Sendable, Equatable {
 
     public var isTrashed: Bool { trashedAt != nil }
 
-    /// st_mtime: the mtime a user set, else the capture date.
+    /// st_mtime: the mtime a user or a save set, else the capture date.
     public var mtimeNanoseconds: Int64 { mtimeNs ?? takenAt * nanosecondsPerSecond }
+
+    /// What its bytes said when they were read (the same bytes say the same again).
+    public var metadata: MediaMetadata {
+        var m = MediaMetadata(format: MediaFormat(rawValue: format) ?? .jpeg)
+        m.width = width
+        m.height = height
+        m.orientation = orientation
+        m.rotation = rotation
+        if takenSource == .exif || takenSource == .video {
+            m.capture = CaptureDate(instant: takenAt, offsetMinutes: takenOffset, source: takenSource)
+        }
+        m.latitude = latitude
+        m.longitude = longitude
+        m.make = make
+        m.model = model
+        m.lens = lens
+        m.duration = duration
+        return m
+    }
+
+    /// "asset 1042 (IMG_0001.JPG)", for log lines.
+    public var label: String { "asset \(id) (\(name))" }
 
     /// The capture date as ISO 8601 (user.albumfs.capture_date).
     public var captureDateISO: String { Dates.iso8601(instant: takenAt, offsetMinutes: takenOffset) }

@@ -1,51 +1,82 @@
 import Glibc
 
-extension Library {
-    public static let trashRetentionSeconds: Int64 = 30 * 86400
+/// One version of an asset (the current one included).
+public struct Version: Sendable, Equatable {
+    public var version: Int
+    public var sha256: String
+    public var size: Int64
+    public var createdAt: Int64
+}
 
-    func fetchAsset(_ id: Int64, db: Connection) throws -> Asset? {
-        try db.first("SELECT \(Asset.columns) FROM assets a WHERE a.id = ?", id) { Asset(row: $0) }
-    }
+/// A blob's row: what was stored, to tell an intact file from a damaged one.
+public struct BlobRecord: Sendable {
+    public var size: Int64
+    public var mtimeNs: Int64?
+    public var damaged: Bool
+}
 
+// MARK: - reads
+
+extension LibraryRecords {
     public func asset(id: Int64) throws -> Asset? {
-        try read { db in try fetchAsset(id, db: db) }
+        try db.first("SELECT \(Asset.columns) FROM assets a WHERE a.id = ?", id) { Asset(row: $0) }
     }
 
     /// The asset whose display name (in All Photos and the views) is `name`, in any case
     /// or normalization.
     public func asset(named name: String) throws -> Asset? {
-        try read { db in
-            try db.first("SELECT \(Asset.columns) FROM assets a WHERE a.name_key = ?", Names.key(name)) { Asset(row: $0) }
-        }
+        try db.first("SELECT \(Asset.columns) FROM assets a WHERE a.name_key = ?", Names.key(name)) { Asset(row: $0) }
     }
 
     public func assets(withSHA256 sha256: String) throws -> [Asset] {
-        try read { db in
-            try db.query("SELECT \(Asset.columns) FROM assets a WHERE a.sha256 = ? ORDER BY a.id", sha256) { Asset(row: $0) }
-        }
+        try db.query("SELECT \(Asset.columns) FROM assets a WHERE a.sha256 = ? ORDER BY a.id", sha256) { Asset(row: $0) }
     }
 
-    /// The asset behind an inode number that was handed out for a file being written
-    /// whose bytes turned out to be a duplicate.
+    /// The asset an inode number stands for since its file became that asset's (a
+    /// duplicate's bytes, a save's temporary file).
     public func aliasedAsset(ino: Int64) throws -> Int64? {
-        try read { db in try db.scalar("SELECT asset_id FROM aliases WHERE ino = ?", ino) }
+        try db.scalar("SELECT asset_id FROM aliases WHERE ino = ?", ino)
     }
 
-    /// Records that inode number `ino` now stands for `asset`; attributes stored on the
-    /// number before (Samba sets them on a file it is still writing) move to the asset.
-    public func addAlias(ino: Int64, asset: Int64) throws {
-        try write { db in
-            try db.run("INSERT OR REPLACE INTO aliases(ino, asset_id) VALUES (?, ?)", ino, asset)
-            try db.run("UPDATE OR REPLACE xattrs SET ino = ? WHERE ino = ?", asset, ino)
+    public func versions(of id: Int64) throws -> [Version] {
+        try db.query("SELECT version, sha256, size, created_at FROM versions WHERE asset_id = ? ORDER BY version", id) {
+            Version(version: $0.int(0), sha256: $0.text(1), size: $0.int64(2), createdAt: $0.int64(3))
         }
     }
+
+    public func blobRecord(_ sha256: String) throws -> BlobRecord? {
+        try db.first("SELECT size, mtime_ns, damaged FROM blobs WHERE sha256 = ?", sha256) {
+            BlobRecord(size: $0.int64(0), mtimeNs: $0.optionalInt64(1), damaged: $0.bool(2))
+        }
+    }
+
+    public func xattr(ino: Int64, name: String) throws -> [UInt8]? {
+        try db.first("SELECT value FROM xattrs WHERE ino = ? AND name = ?", ino, name) { $0.blob(0) }
+    }
+
+    public func xattrNames(ino: Int64) throws -> [String] {
+        try db.query("SELECT name FROM xattrs WHERE ino = ? ORDER BY name", ino) { $0.text(0) }
+    }
+}
+
+// MARK: - changes
+
+extension Transaction {
+    public static let trashRetentionSeconds: Int64 = 30 * 86400
 
     private func update(_ id: Int64, _ assignments: String, _ values: any SQLConvertible...) throws {
-        try write { db in
-            let statement = "UPDATE assets SET \(assignments), changed_ns = ? WHERE id = ?"
-            try db.run(statement, bindings: values + [nowNanoseconds(), id])
-            guard db.changes > 0 else { throw LibraryError.notFound("asset \(id)") }
-        }
+        try db.run("UPDATE assets SET \(assignments), changed_ns = ? WHERE id = ?", bindings: values + [nowNanoseconds(), id])
+        guard db.changes > 0 else { throw LibraryError.notFound("asset \(id)") }
+    }
+
+    /// Records that inode number `ino` now stands for `asset`. Attributes stored on the
+    /// number (Samba sets them on a file it is still writing) go to the asset where it
+    /// has none of that name: the asset's own values win.
+    public func addAlias(ino: Int64, asset: Int64) throws {
+        guard ino != asset else { return }
+        try db.run("INSERT OR REPLACE INTO aliases(ino, asset_id) VALUES (?, ?)", ino, asset)
+        try db.run("INSERT OR IGNORE INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ?", asset, ino)
+        try db.run("DELETE FROM xattrs WHERE ino = ?", ino)
     }
 
     /// Moves an asset to Recently Deleted; its memberships are kept for a restore.
@@ -58,9 +89,10 @@ extension Library {
         try update(id, "trashed_at = NULL")
     }
 
-    /// Permission bits for an asset (chmod); nil goes back to the default.
+    /// Permission bits for an asset (chmod); nil goes back to the default. Set-id bits
+    /// are never kept.
     public func setMode(_ id: Int64, _ mode: UInt32?) throws {
-        try update(id, "mode = ?", mode.map { Int64($0 & 0o7777) })
+        try update(id, "mode = ?", mode.map { Int64($0 & 0o1777) })
     }
 
     public func setFavorite(_ id: Int64, _ on: Bool) throws {
@@ -75,126 +107,94 @@ extension Library {
     /// another asset has that name.
     public func renameAsset(_ id: Int64, to newName: String) throws {
         try Names.validate(newName)
-        try write { db in
-            let key = Names.key(newName)
-            if let other = try db.scalar("SELECT id FROM assets WHERE name_key = ?", key), other != id {
-                throw LibraryError.exists(newName)
-            }
-            try db.run("UPDATE assets SET name = ?, name_key = ?, changed_ns = ? WHERE id = ?", newName, key, nowNanoseconds(), id)
-            guard db.changes > 0 else { throw LibraryError.notFound("asset \(id)") }
+        let key = Names.key(newName)
+        if let other = try db.scalar("SELECT id FROM assets WHERE name_key = ?", key), other != id {
+            throw LibraryError.exists(newName)
         }
+        try update(id, "name = ?, name_key = ?", newName, key)
     }
 
     /// Sets the mtime a user chose (`cp -p`, `rsync -t`, `touch`). When the bytes carry no
     /// capture date, it becomes the capture date too, and the asset moves in the date
     /// views and the listing order.
     public func setMtime(_ id: Int64, nanoseconds: Int64) throws {
-        try write { db in
-            guard let asset = try fetchAsset(id, db: db) else { throw LibraryError.notFound("asset \(id)") }
-            let now = nowNanoseconds()
-            if asset.takenSource == .fileTime || asset.takenSource == .user {
-                let taken = nanoseconds >= 0 ? nanoseconds / nanosecondsPerSecond : (nanoseconds - nanosecondsPerSecond + 1) / nanosecondsPerSecond
-                let day = Library.dayNumber(instant: taken, offsetMinutes: nil)
-                try db.run("""
-                    UPDATE assets SET taken_at = ?, taken_offset = NULL, taken_day = ?, taken_source = ?,
-                        sort_key = ?, mtime_ns = ?, changed_ns = ? WHERE id = ?
-                    """, taken, day, CaptureSource.user.rawValue, SortKey.make(takenAt: taken, id: id), nanoseconds, now, id)
-                try db.run("UPDATE memberships SET sort_key = \(SortKey.sql(taken: "?", id: "id")) WHERE asset_id = ?", taken, id)
-            } else {
-                try db.run("UPDATE assets SET mtime_ns = ?, changed_ns = ? WHERE id = ?", nanoseconds, now, id)
-            }
+        guard let asset = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
+        if asset.takenSource == .fileTime || asset.takenSource == .user {
+            let taken = Dates.floorSeconds(nanoseconds)
+            try setCapture(id, CaptureDate(instant: taken, offsetMinutes: nil, source: .user))
         }
+        try update(id, "mtime_ns = ?", nanoseconds)
+    }
+
+    /// Sets the capture date, and with it the date folder and the listing order of the
+    /// asset and its album entries.
+    func setCapture(_ id: Int64, _ capture: CaptureDate) throws {
+        let day = Library.dayNumber(instant: capture.instant, offsetMinutes: capture.offsetMinutes)
+        try update(id, "taken_at = ?, taken_offset = ?, taken_day = ?, taken_source = ?, sort_key = ?",
+                   capture.instant, capture.offsetMinutes, day, capture.source.rawValue, SortKey.make(takenAt: capture.instant, id: id))
+        try db.run("UPDATE memberships SET sort_key = \(SortKey.sql(taken: "?", id: "id")) WHERE asset_id = ?", capture.instant, id)
     }
 
     /// Deletes an asset for good: rows, memberships, versions and xattrs. Its blobs stay
-    /// until `gc` finds nothing else uses them.
-    public func deletePermanently(_ id: Int64) throws {
-        try write { db in try deleteAsset(id, db: db) }
-    }
-
-    func deleteAsset(_ id: Int64, db: Connection) throws {
-        let albums = try db.query("SELECT DISTINCT album_id FROM memberships WHERE asset_id = ?", id) { $0.int64(0) }
+    /// until `gc` finds nothing else uses them. Returns the albums it left.
+    @discardableResult
+    public func deleteAsset(_ id: Int64) throws -> [Membership] {
+        let left = try memberships(ofAsset: id)
+        try db.run("DELETE FROM xattrs WHERE ino = ? OR ino IN (SELECT ino FROM aliases WHERE asset_id = ?)", id, id)
         try db.run("DELETE FROM assets WHERE id = ?", id)
         guard db.changes > 0 else { throw LibraryError.notFound("asset \(id)") }
-        try db.run("DELETE FROM xattrs WHERE ino = ?", id)
-        try db.run("DELETE FROM xattrs WHERE ino IN (SELECT ino FROM aliases WHERE asset_id = ?)", id)
-        for album in albums { try touchAlbum(album, db: db) }
+        for album in Set(left.map(\.albumID)) { try touchAlbum(album) }
+        return left
     }
 
-    // MARK: versions
-
-    public struct Version: Sendable, Equatable {
-        public var version: Int
-        public var sha256: String
-        public var size: Int64
-        public var createdAt: Int64
-    }
-
-    public func versions(of id: Int64) throws -> [Version] {
-        try read { db in
-            try db.query("SELECT version, sha256, size, created_at FROM versions WHERE asset_id = ? ORDER BY version", id) {
-                Version(version: $0.int(0), sha256: $0.text(1), size: $0.int64(2), createdAt: $0.int64(3))
-            }
-        }
-    }
-
-    /// Makes a staged file the new current version of an asset, keeping the earlier
-    /// ones. Bytes equal to the current version change nothing. Returns the asset.
-    public func commitVersion(_ staged: StagedFile, of id: Int64) throws -> Asset {
-        defer { unlink(staged.path) }
-        guard let current = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
-        if current.sha256 == staged.sha256 { return current }
-        let format: MediaFormat
-        switch Sniffer.sniff(staged.header, name: current.originalName) {
-        case .media(let f): format = f
-        case .unsupported(let why): throw LibraryError.refused(why)
-        }
-        let metadata = try MetadataReader.read(path: staged.path, format: format)
-        if !blobs.exists(staged.sha256) {
-            try blobs.adopt(stagedFile: staged.path, sha256: staged.sha256)
-        }
-        return try write { db in
-            guard let asset = try fetchAsset(id, db: db) else { throw LibraryError.notFound("asset \(id)") }
-            let now = nowNanoseconds()
-            let version = asset.version + 1
-            try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
-                       staged.sha256, staged.size, now / nanosecondsPerSecond, blobMtime(staged.sha256))
-            try db.run("INSERT INTO versions(asset_id, version, sha256, size, created_at) VALUES (?, ?, ?, ?, ?)",
-                       id, version, staged.sha256, staged.size, now / nanosecondsPerSecond)
-            // The capture date stays: an edit does not change when the photo was taken.
-            try db.run("""
-                UPDATE assets SET sha256 = ?, size = ?, version = ?, media_type = ?, format = ?, width = ?, height = ?,
-                    orientation = ?, rotation = ?, duration = ?, changed_ns = ?,
-                    mtime_ns = CASE WHEN taken_source IN (3, 4) THEN mtime_ns ELSE NULL END
-                WHERE id = ?
-                """, staged.sha256, staged.size, version, metadata.mediaType.rawValue, metadata.format.rawValue,
-                       metadata.width, metadata.height, metadata.orientation, metadata.rotation, metadata.duration, now, id)
-            return try fetchAsset(id, db: db)!
-        }
+    /// A temporary file that became an asset by its own close moments ago, and is now
+    /// saved over `survivor` (its bytes are `survivor`'s new version): it leaves no trace.
+    /// Its number stands for `survivor` from now on, its attributes fill what `survivor`
+    /// lacks.
+    public func vanish(_ id: Int64, into survivor: Int64) throws {
+        try db.run("INSERT OR IGNORE INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ?", survivor, id)
+        try db.run("UPDATE aliases SET asset_id = ? WHERE asset_id = ?", survivor, id)
+        try deleteAsset(id)
+        try addAlias(ino: id, asset: survivor)
     }
 
     // MARK: extended attributes
 
-    public func xattr(ino: Int64, name: String) throws -> [UInt8]? {
-        try read { db in try db.first("SELECT value FROM xattrs WHERE ino = ? AND name = ?", ino, name) { $0.blob(0) } }
-    }
-
-    public func xattrNames(ino: Int64) throws -> [String] {
-        try read { db in try db.query("SELECT name FROM xattrs WHERE ino = ? ORDER BY name", ino) { $0.text(0) } }
-    }
-
     public func setXattr(ino: Int64, name: String, value: [UInt8]) throws {
-        try write { db in
-            try db.run("INSERT OR REPLACE INTO xattrs(ino, name, value) VALUES (?, ?, ?)", ino, name, value)
-        }
+        try db.run("INSERT OR REPLACE INTO xattrs(ino, name, value) VALUES (?, ?, ?)", ino, name, value)
     }
 
     /// Removes an attribute; false if there was none.
     @discardableResult
     public func removeXattr(ino: Int64, name: String) throws -> Bool {
-        try write { db in
-            try db.run("DELETE FROM xattrs WHERE ino = ? AND name = ?", ino, name)
-            return db.changes > 0
-        }
+        try db.run("DELETE FROM xattrs WHERE ino = ? AND name = ?", ino, name)
+        return db.changes > 0
+    }
+
+    // MARK: blobs
+
+    /// The row of a blob just placed (or found) in the store.
+    public func recordBlob(_ sha256: String, size: Int64, mtimeNs: Int64?) throws {
+        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
+                   sha256, size, nowSeconds(), mtimeNs)
+    }
+
+    /// A damaged blob's file was replaced by good bytes of the same hash.
+    public func healBlob(_ sha256: String, size: Int64, mtimeNs: Int64?) throws {
+        try db.run("UPDATE blobs SET size = ?, mtime_ns = ?, damaged = 0 WHERE sha256 = ?", size, mtimeNs, sha256)
+        try recordBlob(sha256, size: size, mtimeNs: mtimeNs)
+    }
+
+    /// `albumfs check` found a blob's bytes altered: marked, so that the next copy of good
+    /// bytes with its hash heals it.
+    public func markBlobDamaged(_ sha256: String) throws {
+        try db.run("UPDATE blobs SET damaged = 1 WHERE sha256 = ?", sha256)
+    }
+}
+
+extension Dates {
+    /// Whole seconds of nanoseconds since the epoch, rounded down (also before 1970).
+    public static func floorSeconds(_ nanoseconds: Int64) -> Int64 {
+        nanoseconds >= 0 ? nanoseconds / nanosecondsPerSecond : (nanoseconds - nanosecondsPerSecond + 1) / nanosecondsPerSecond
     }
 }

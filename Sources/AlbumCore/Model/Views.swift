@@ -81,53 +81,43 @@ public enum AssetView: Sendable, Equatable {
     }
 }
 
-extension Library {
+extension LibraryRecords {
     /// Assets of a view in listing order, after sort key `after`.
     public func assets(in view: AssetView, after: Int64 = -1, limit: Int = Int.max) throws -> [Asset] {
-        try read { db in
-            let sql = "SELECT \(Asset.columns) FROM assets a WHERE \(view.predicate(now: nowSeconds())) AND a.sort_key > ? ORDER BY a.sort_key LIMIT ?"
-            return try db.query(sql, after, limit) { Asset(row: $0) }
-        }
+        let sql = "SELECT \(Asset.columns) FROM assets a WHERE \(view.predicate(now: nowSeconds())) AND a.sort_key > ? ORDER BY a.sort_key LIMIT ?"
+        return try db.query(sql, after, limit) { Asset(row: $0) }
     }
 
     /// The asset called `name` in a view, if it is there.
     public func asset(named name: String, in view: AssetView) throws -> Asset? {
-        try read { db in
-            let sql = "SELECT \(Asset.columns) FROM assets a WHERE a.name_key = ? AND \(view.predicate(now: nowSeconds()))"
-            return try db.first(sql, Names.key(name)) { Asset(row: $0) }
-        }
+        let sql = "SELECT \(Asset.columns) FROM assets a WHERE a.name_key = ? AND \(view.predicate(now: nowSeconds()))"
+        return try db.first(sql, Names.key(name)) { Asset(row: $0) }
     }
 
     public func count(in view: AssetView) throws -> Int {
-        try read { db in
-            Int(try db.scalar("SELECT count(*) FROM assets a WHERE \(view.predicate(now: nowSeconds()))") ?? 0)
-        }
+        Int(try db.scalar("SELECT count(*) FROM assets a WHERE \(view.predicate(now: nowSeconds()))") ?? 0)
     }
 
     /// Members of an album in listing order, after sort key `after`: the membership and
     /// its asset. Trashed and hidden assets are not listed.
     public func members(ofAlbum album: Int64, after: Int64 = -1, limit: Int = Int.max) throws -> [(Membership, Asset)] {
-        try read { db in
-            try db.query("""
-                SELECT m.id, m.name, m.sort_key, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
-                WHERE m.album_id = ? AND m.sort_key > ? AND \(AssetView.visible) ORDER BY m.sort_key LIMIT ?
-                """, album, after, limit) { row in
-                let asset = Asset(row: row, first: 3)
-                return (Membership(id: row.int64(0), albumID: album, assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)
-            }
+        try db.query("""
+            SELECT m.id, m.name, m.sort_key, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
+            WHERE m.album_id = ? AND m.sort_key > ? AND \(AssetView.visible) ORDER BY m.sort_key LIMIT ?
+            """, album, after, limit) { row in
+            let asset = Asset(row: row, first: 3)
+            return (Membership(id: row.int64(0), albumID: album, assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)
         }
     }
 
     /// The member of an album called `name` (any case or normalization), if visible.
     public func member(named name: String, ofAlbum album: Int64) throws -> (Membership, Asset)? {
-        try read { db in
-            try db.first("""
-                SELECT m.id, m.name, m.sort_key, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
-                WHERE m.album_id = ? AND m.name_key = ? AND \(AssetView.visible)
-                """, album, Names.key(name)) { row in
-                let asset = Asset(row: row, first: 3)
-                return (Membership(id: row.int64(0), albumID: album, assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)
-            }
+        try db.first("""
+            SELECT m.id, m.name, m.sort_key, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
+            WHERE m.album_id = ? AND m.name_key = ? AND \(AssetView.visible)
+            """, album, Names.key(name)) { row in
+            let asset = Asset(row: row, first: 3)
+            return (Membership(id: row.int64(0), albumID: album, assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)
         }
     }
 
@@ -150,26 +140,22 @@ extension Library {
     }
 
     private func distinctDayPrefixes(from low: Int, to high: Int, divisor: Int) throws -> [Int] {
-        try read { db in
-            var result: [Int] = []
-            var cursor = low
-            while cursor <= high {
-                guard let day = try db.scalar("SELECT min(a.taken_day) FROM assets a WHERE a.taken_day >= ? AND a.taken_day <= ? AND \(AssetView.visible)",
-                                              cursor, high) else { break }
-                let prefix = Int(day) / divisor
-                result.append(prefix)
-                cursor = (prefix + 1) * divisor
-            }
-            return result
+        var result: [Int] = []
+        var cursor = low
+        while cursor <= high {
+            guard let day = try db.scalar("SELECT min(a.taken_day) FROM assets a WHERE a.taken_day >= ? AND a.taken_day <= ? AND \(AssetView.visible)",
+                                          cursor, high) else { break }
+            let prefix = Int(day) / divisor
+            result.append(prefix)
+            cursor = (prefix + 1) * divisor
         }
+        return result
     }
 
     /// Whether a day (yyyymmdd), month (yyyymm) or year has visible assets.
     public func hasAssets(dayPrefix: Int, divisor: Int) throws -> Bool {
-        try read { db in
-            let low = dayPrefix * divisor, high = (dayPrefix + 1) * divisor - 1
-            return try db.scalar("SELECT 1 FROM assets a WHERE a.taken_day >= ? AND a.taken_day <= ? AND \(AssetView.visible) LIMIT 1",
-                                 low, high) != nil
-        }
+        let low = dayPrefix * divisor, high = (dayPrefix + 1) * divisor - 1
+        return try db.scalar("SELECT 1 FROM assets a WHERE a.taken_day >= ? AND a.taken_day <= ? AND \(AssetView.visible) LIMIT 1",
+                             low, high) != nil
     }
 }

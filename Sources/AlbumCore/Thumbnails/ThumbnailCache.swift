@@ -3,47 +3,42 @@ import Glibc
 
 /// A cached thumbnail JPEG.
 public struct Thumbnail: Sendable, Equatable {
-    public let path: String
+    public let path: LibraryPath
     public let size: Int64
     public let mtimeNs: Int64
 }
 
-/// The thumbnails of a library, keyed by content: `thumbnails/<size>/ab/<sha256>.jpg`,
-/// shared by every folder and name that shows the same bytes. A file that cannot be
-/// decoded gets `<sha256>.failed` (its reason) instead, and is not tried again; both can
-/// be deleted at any time and are made again.
+/// The thumbnails of a library, keyed by content (`LibraryPath.thumbnail`), shared by
+/// every folder and name that shows the same bytes. A file a decoder says cannot be
+/// decoded gets a `.failed` file (its reason) instead, and is not tried again; a failure
+/// that passes (a worker out of time on a busy machine, one that could not start) is
+/// only logged, and the next look tries again. Both files can be deleted at any time.
 public final class ThumbnailCache: Sendable {
-    public let paths: LibraryPaths
-    let maker: any ThumbnailMaking
+    let library: Library
+    let decoder: any Decoding
     /// Keys being made now, so that two requests for one thumbnail make it once.
     private let inFlight = Locked<[String: NSCondition]>([:])
 
-    public init(paths: LibraryPaths, maker: any ThumbnailMaking) {
-        self.paths = paths
-        self.maker = maker
+    public init(library: Library, decoder: any Decoding) {
+        self.library = library
+        self.decoder = decoder
     }
 
-    func directory(size: Int, sha256: String) -> String { "\(paths.thumbnails)/\(size)/\(sha256.prefix(2))" }
-    public func path(sha256: String, size: Int) -> String { "\(directory(size: size, sha256: sha256))/\(sha256).jpg" }
-    func failurePath(sha256: String, size: Int) -> String { "\(directory(size: size, sha256: sha256))/\(sha256).failed" }
-
-    /// The thumbnail if it is already made.
+    /// The thumbnail if it is made already.
     public func cached(sha256: String, size: Int) -> Thumbnail? {
-        var st = stat()
-        let file = path(sha256: sha256, size: size)
-        guard stat(file, &st) == 0 else { return nil }
-        return Thumbnail(path: file, size: Int64(st.st_size),
-                         mtimeNs: st.st_mtim.nanoseconds)
+        let path = LibraryPath.thumbnail(sha256: sha256, size: size, ext: "jpg")
+        guard let st = try? library.files.status(path), st.isRegularFile else { return nil }
+        return Thumbnail(path: path, size: Int64(st.st_size), mtimeNs: st.modificationNanoseconds)
     }
 
-    /// Whether making this thumbnail failed before.
+    /// Whether a decoder said these bytes cannot be decoded.
     public func failed(sha256: String, size: Int) -> Bool {
-        access(failurePath(sha256: sha256, size: size), F_OK) == 0
+        library.files.exists(.thumbnail(sha256: sha256, size: size, ext: "failed"))
     }
 
     /// The thumbnail of an asset, made now if it is missing; nil when its bytes cannot be
-    /// decoded (logged once, remembered).
-    public func thumbnail(for asset: Asset, blob: String, size: Int) -> Thumbnail? {
+    /// decoded (logged once, remembered) or the decoder failed for now (logged).
+    public func thumbnail(for asset: Asset, size: Int) -> Thumbnail? {
         if let done = cached(sha256: asset.sha256, size: size) { return done }
         if failed(sha256: asset.sha256, size: size) { return nil }
         let key = "\(size)/\(asset.sha256)"
@@ -66,36 +61,54 @@ public final class ThumbnailCache: Sendable {
             condition.broadcast()
             condition.unlock()
         }
-        return make(asset: asset, blob: blob, size: size)
+        return make(asset: asset, size: size)
     }
 
-    private func make(asset: Asset, blob: String, size: Int) -> Thumbnail? {
-        let directory = directory(size: size, sha256: asset.sha256)
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            Log.error("cannot create \(directory): \(error)")
-            return nil
-        }
-        let temporary = "\(directory)/.\(asset.sha256).\(UInt64.random(in: 0...UInt64.max).hex16).tmp"
+    private func make(asset: Asset, size: Int) -> Thumbnail? {
         let kind: ThumbnailMaker.Kind = asset.mediaType == .video ? .video : .photo
+        var failure: DecoderError?
+        for attempt in 0..<2 {
+            do {
+                let blob = try library.openBlob(of: asset)
+                let jpeg = try decoder.thumbnail(of: blob, kind: kind, size: size)
+                try store(jpeg, sha256: asset.sha256, size: size)
+                return cached(sha256: asset.sha256, size: size)
+            } catch let error as DecoderError {
+                failure = error
+                // A crash may be the machine's (memory) as well as the bytes': one more try
+                // on a fresh worker before it counts as the bytes'.
+                if case .crashed = error, attempt == 0 { continue }
+                break
+            } catch {
+                Log.warning("no thumbnail for \(asset.name) (asset \(asset.id)) now: \(error)")
+                return nil
+            }
+        }
+        guard let failure else { return nil }
+        switch failure {
+        case .transient(let why):
+            Log.warning("no thumbnail for \(asset.name) (asset \(asset.id)) now: \(why); it is tried again on the next look")
+        case .refused, .crashed:
+            // Remembered, so that a broken file is logged once and not decoded again.
+            try? store(Array(failure.description.utf8), sha256: asset.sha256, size: size, ext: "failed")
+            Log.warning("no thumbnail for \(asset.name) (asset \(asset.id)): \(failure)")
+        }
+        return nil
+    }
+
+    /// Writes a thumbnail (or a failure mark) into place: a temporary file, then a rename.
+    private func store(_ bytes: [UInt8], sha256: String, size: Int, ext: String = "jpg") throws {
+        let path = LibraryPath.thumbnail(sha256: sha256, size: size, ext: ext)
+        try library.files.makeFolder(path.parent.parent)
+        try library.files.makeFolder(path.parent)
+        let temporary = path.parent.appending(".\(sha256).\(UInt64.random(in: 0...UInt64.max).hex16).tmp")
         do {
-            try maker.make(input: blob, kind: kind, size: size, output: temporary)
-            guard rename(temporary, path(sha256: asset.sha256, size: size)) == 0 else {
-                throw LibraryError.io("cannot move the thumbnail into place", errno: errno)
-            }
-            return cached(sha256: asset.sha256, size: size)
+            let file = try library.files.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            try bytes.withUnsafeBytes { _ = try file.write($0, at: 0) }
+            try library.files.rename(temporary, to: path)
         } catch {
-            unlink(temporary)
-            let reason: String
-            if case LibraryError.refused(let why)? = error as? LibraryError { reason = why } else { reason = "\(error)" }
-            // Remember it, so that a broken file is logged once and not decoded again.
-            if let data = reason.data(using: .utf8) {
-                FileManager.default.createFile(atPath: failurePath(sha256: asset.sha256, size: size), contents: data)
-            }
-            Log.warning("no thumbnail for \(asset.name) (asset \(asset.id)): \(reason)")
-            return nil
+            try? library.files.remove(temporary)
+            throw error
         }
     }
 }

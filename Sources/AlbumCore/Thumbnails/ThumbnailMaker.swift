@@ -16,20 +16,15 @@ public enum ThumbnailMaker {
         case photo, video
     }
 
-    /// Writes a JPEG of at most `size` pixels on its longest side (never enlarged) to
-    /// `output`. Throws `LibraryError.refused` with the reason when the input cannot be
+    /// A JPEG of at most `size` pixels on its longest side (never enlarged) of the file at
+    /// `input`. Throws `LibraryError.refused` with the reason when the input cannot be
     /// decoded.
-    public static func make(input: String, kind: Kind, size: Int, output: String) throws {
+    public static func make(input: String, kind: Kind, size: Int) throws -> [UInt8] {
         MetadataReader.initialize()
-        let jpeg: [UInt8]
         switch kind {
-        case .photo: jpeg = try photo(input, size: size)
-        case .video: jpeg = try video(input, size: size)
+        case .photo: return try photo(input, size: size)
+        case .video: return try video(input, size: size)
         }
-        let fd = Glibc.open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LibraryError.io("cannot create \(output)", errno: errno) }
-        defer { close(fd) }
-        try jpeg.withUnsafeBytes { try FileIO.writeAll(fd, $0, path: output) }
     }
 
     static func photo(_ path: String, size: Int) throws -> [UInt8] {

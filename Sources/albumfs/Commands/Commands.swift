@@ -13,7 +13,7 @@ enum Commands {
     static let all: [Command] = [
         InitCommand.command, MountCommand.command, ImportCommand.command, AlbumsCommand.command,
         InfoCommand.command, StatsCommand.command, ThumbnailsCommand.command, CheckCommand.command,
-        GCCommand.command, ThumbnailWorkerCommand.command,
+        GCCommand.command, VersionsCommand.command, RevertCommand.command, DecoderWorkerCommand.command,
     ]
 
     static let overview = """
@@ -30,6 +30,8 @@ enum Commands {
           albumfs thumbnails LIBRARY [--size N]
           albumfs check LIBRARY [--repair]
           albumfs gc LIBRARY
+          albumfs versions LIBRARY PATH
+          albumfs revert LIBRARY PATH [VERSION]
 
         Run `albumfs COMMAND --help` for what each command does.
         """

@@ -73,7 +73,7 @@ enum ImportCommand {
         // Albums first, one at a time; then the files, on every core.
         var albumIDs: [[String]: Int64] = [:]
         for path in Set(jobs.compactMap(\.album)).sorted(by: { $0.count < $1.count }) {
-            albumIDs[path] = try library.ensureAlbum(path: path)?.id
+            albumIDs[path] = try library.write { try $0.ensureAlbum(path: path)?.id }
         }
         let progress = ProgressBar(total: jobs.count, totalBytes: jobs.reduce(0) { $0 + $1.size }, label: "importing")
         let shared = Locked(tally)
@@ -81,14 +81,20 @@ enum ImportCommand {
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4))
         let next = Locked(0)
         let jobList = jobs
+        // Metadata is parsed in decoder processes: a file crafted to crash a parser costs
+        // that one file.
+        let decoders = DecoderPool.ofThisProgram(count: workers, timeout: 30)
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             while true {
                 let index = next.withLock { value -> Int in defer { value += 1 }; return value }
                 guard index < jobList.count else { return }
                 let job = jobList[index]
-                let destination = ImportDestination(album: job.album.flatMap { ids[$0] })
+                // Inside an album a file keeps the name it was given (a ` (2)` only if that
+                // name is taken there by another file).
+                let destination = ImportDestination(album: job.album.flatMap { ids[$0] }, entryName: job.name)
                 do {
-                    let outcome = try library.importFile(at: job.path, originalName: job.name, destination: destination)
+                    let outcome = try library.importFile(at: job.path, originalName: job.name, destination: destination,
+                                                         reader: decoders)
                     shared.withLock { t in
                         switch outcome {
                         case .imported(let asset, _): t.imported += 1; t.bytes += job.size; t.assets.append(asset)

@@ -22,7 +22,7 @@ enum InfoCommand {
             throw CommandError(message: "\(positionals[1]): no such photo or video in the library", code: Exit.noInput)
         }
         for (key, value) in try describe(asset, library: library) {
-            print("\(key):".padding(toLength: 16, withPad: " ", startingAt: 0) + value)
+            print("\(key):".padding(toLength: max(16, key.count + 2), withPad: " ", startingAt: 0) + value)
         }
         return Exit.ok
     }

@@ -18,10 +18,13 @@ enum MountCommand {
               -d        debug: foreground, log every request
               -o OPTS   comma-separated mount options:
                   ro                    read-only: every change fails with EROFS
-                  allow_other           let other users in (root, or user_allow_other in /etc/fuse.conf)
+                  allow_other           let other users in (root, or user_allow_other in /etc/fuse.conf);
+                                        the kernel then always enforces the modes (default_permissions),
+                                        set-id bits and devices are off (nosuid, nodev), and the default
+                                        umask is 027: the owner and the group, nobody else
                   default_permissions   the kernel enforces the modes below
                   uid=N, gid=N          owner of every file and folder (default: yours)
-                  umask=NNN             octal bits taken away from every mode (default 022)
+                  umask=NNN             octal bits taken away from every mode (default 022; 027 with allow_other)
                   thumbnail_size=N      longest side of .thumbnails/ images (default 256)
                   passthrough           the kernel reads photos from the library itself (FUSE
                                         passthrough, root only): reads as fast as the disk, but
@@ -40,7 +43,7 @@ enum MountCommand {
                                        "_netdev", "nofail", "relatime", "norelatime", "strictatime", "lazytime", "rw"]
     /// Options for libfuse and mount(2).
     static let kernel: Set<String> = ["allow_other", "allow_root", "default_permissions", "auto_unmount",
-                                      "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
+                                      "nosuid", "nodev", "exec", "noexec", "async", "sync",
                                       "dirsync", "atime", "noatime"]
 
     static func run(_ raw: [String]) throws -> Int32 {
@@ -79,6 +82,9 @@ enum MountCommand {
             let mask = try number(8)
             guard mask <= 0o777 else { throw CommandError.usage("umask must be octal, at most 777", command: "mount") }
             request.options.umask = mask
+            request.umaskGiven = true
+        case "suid", "dev":
+            throw CommandError.usage("mount option \(key) is refused: AlbumFS never honours set-id bits or device files", command: "mount")
         case "thumbnail_size":
             let size = try number()
             guard (16...4096).contains(size) else {

@@ -41,7 +41,7 @@ enum ThumbnailsCommand {
 
     /// Makes the missing thumbnails of `assets` on worker processes, one per core.
     static func make(for assets: [Asset], library: Library, size: Int) -> Result {
-        let cache = ThumbnailCache(paths: library.paths, maker: ThumbnailWorkerPool.ofThisProgram())
+        let cache = ThumbnailCache(library: library, decoder: DecoderPool.ofThisProgram())
         let result = Locked(Result())
         let unique = Dictionary(assets.map { ($0.sha256, $0) }, uniquingKeysWith: { a, _ in a }).values.map { $0 }
         let progress = ProgressBar(total: unique.count, totalBytes: 0, label: "thumbnails")
@@ -53,7 +53,7 @@ enum ThumbnailsCommand {
                 let asset = unique[index]
                 if cache.cached(sha256: asset.sha256, size: size) != nil {
                     result.withLock { $0.present += 1 }
-                } else if cache.thumbnail(for: asset, blob: library.blobs.path(for: asset.sha256), size: size) != nil {
+                } else if cache.thumbnail(for: asset, size: size) != nil {
                     result.withLock { $0.made += 1 }
                 } else {
                     result.withLock { $0.failed.append(asset.name) }
@@ -66,13 +66,14 @@ enum ThumbnailsCommand {
     }
 }
 
-/// `albumfs thumbnail-worker`: not for people; the mount and `thumbnails` start it.
-enum ThumbnailWorkerCommand {
+/// `albumfs decoder-worker`: not for people; the mount and the commands start it, to
+/// decode photos and videos (thumbnails, metadata) in a process of its own.
+enum DecoderWorkerCommand {
     static let command = Commands.Command(
-        name: "thumbnail-worker", synopsis: "",
-        help: "usage: albumfs thumbnail-worker [--nice N] (started by albumfs itself: requests on stdin, replies on stdout)",
+        name: "decoder-worker", synopsis: "",
+        help: "usage: albumfs decoder-worker [--nice N] (started by albumfs itself: requests on stdin, replies on stdout)",
         run: { raw in
-            let args = try Arguments(raw, valued: ["--nice"], flags: ["--help"], command: "thumbnail-worker")
-            return ThumbnailWorker.serve(nice: args.options["--nice"]?.last.flatMap { Int($0) } ?? 0)
+            let args = try Arguments(raw, valued: ["--nice"], flags: ["--help"], command: "decoder-worker")
+            return DecoderWorker.serve(nice: args.options["--nice"]?.last.flatMap { Int($0) } ?? 0)
         })
 }

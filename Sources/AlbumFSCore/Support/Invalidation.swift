@@ -28,7 +28,7 @@ extension FileSystem {
                 inodes.insert(folder.ino)
                 if withNames { names.append((folder.ino, child)) }
             }
-            for membership in (try? library.memberships(ofAsset: a.id)) ?? [] {
+            for membership in (try? library.read({ try $0.memberships(ofAsset: a.id) })) ?? [] {
                 views.append(.object(membership.albumID))
                 if withNames { names.append((UInt64(membership.albumID), membership.name)) }
             }
@@ -47,5 +47,10 @@ extension FileSystem {
             inodes.insert(Node.thumbnails(of: folder).ino)
         }
         invalidate(inodes.sorted().map { .inode($0) } + names.map { .entry(parent: $0.0, name: $0.1) })
+    }
+
+    /// Invalidations of folders and names only.
+    func afterChange(folders: [UInt64], entries: [(UInt64, String)]) {
+        afterChange(asset: nil, views: nil, folders: folders, entries: entries)
     }
 }

@@ -26,16 +26,12 @@ extension FileSystem {
 
     /// The object an inode's stored attributes belong to (an alias stores on its asset).
     func xattrOwner(_ ino: UInt64) throws -> (Int64, Asset?) {
-        guard let node = Node(ino: ino) else { throw FSError.noEntry("inode \(ino)") }
-        if let writer = writers.get(ino), writer.withLock({ writer.isNewFile }) {
-            return (Int64(ino), nil)  // kept on the number the asset will have
+        switch try existing(ino) {
+        case .asset(let asset): return (asset.id, asset)
+        case .plain(let file): return (file.id, nil)
+        case .album(let album): return (album.id, nil)
+        case let other: return (Int64(bitPattern: other.ino), nil)
         }
-        if case .object(let id) = node, let object = try object(id) {
-            if case .asset(let asset) = object { return (asset.id, asset) }
-            return (id, nil)
-        }
-        guard try exists(node) else { throw FSError.noEntry("inode \(ino)") }
-        return (Int64(bitPattern: ino), nil)
     }
 
     /// Only the `user.` namespace is kept. Other namespaces (security.selinux,
@@ -55,7 +51,7 @@ extension FileSystem {
             if let (_, value) = computedXattrs(asset).first(where: { $0.0 == name }) { return Array(value.utf8) }
             throw FSError(ENODATA, "no attribute \(name)", logged: false)
         }
-        guard let value = try library.xattr(ino: owner, name: name) else {
+        guard let value = try library.read({ try $0.xattr(ino: owner, name: name) }) else {
             throw FSError(ENODATA, "no attribute \(name)", logged: false)
         }
         return value
@@ -64,7 +60,7 @@ extension FileSystem {
     public func listxattr(_ ino: UInt64) throws -> [String] {
         let (owner, asset) = try xattrOwner(ino)
         var names = asset.map { computedXattrs($0).map(\.0) } ?? []
-        names += try library.xattrNames(ino: owner)
+        names += try library.read { try $0.xattrNames(ino: owner) }
         return names
     }
 
@@ -87,15 +83,19 @@ extension FileSystem {
             }
             guard text == "0" || text == "1" else { throw FSError(EINVAL, "\(name) takes 0 or 1, not '\(text)'") }
             if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted") }
-            if name.hasSuffix("favorite") { try library.setFavorite(asset.id, text == "1") } else { try library.setHidden(asset.id, text == "1") }
+            try library.write { tx in
+                if name.hasSuffix("favorite") { try tx.setFavorite(asset.id, text == "1") } else { try tx.setHidden(asset.id, text == "1") }
+            }
             afterChange(asset: try library.asset(id: asset.id), views: asset)
             return
         }
         if value.count > Self.xattrSizeMax { throw FSError(E2BIG, "\(name): value over 64 KiB") }
-        let exists = try library.xattr(ino: owner, name: name) != nil
-        if flags & Self.xattrCreate != 0 && exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
-        if flags & Self.xattrReplace != 0 && !exists { throw FSError(ENODATA, "no attribute \(name)", logged: false) }
-        try library.setXattr(ino: owner, name: name, value: value)
+        try library.write { tx in
+            let exists = try tx.xattr(ino: owner, name: name) != nil
+            if flags & Self.xattrCreate != 0 && exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
+            if flags & Self.xattrReplace != 0 && !exists { throw FSError(ENODATA, "no attribute \(name)", logged: false) }
+            try tx.setXattr(ino: owner, name: name, value: value)
+        }
     }
 
     public func removexattr(_ ino: UInt64, name: String) throws {
@@ -105,7 +105,7 @@ extension FileSystem {
         if asset != nil && name.hasPrefix(Self.prefix) {
             throw FSError.notPermitted("\(name) cannot be removed: set it to 0 instead, or it is read-only")
         }
-        guard try library.removeXattr(ino: owner, name: name) else {
+        guard try library.write(.durable, { try $0.removeXattr(ino: owner, name: name) }) else {
             throw FSError(ENODATA, "no attribute \(name)", logged: false)
         }
     }

@@ -4,8 +4,25 @@ import Glibc
 /// One entry of a folder listing. `cookie` is the readdir offset that resumes after it.
 public struct DirectoryEntry: Sendable, Equatable {
     public let name: String
-    public let attributes: Attributes
+    public let ino: UInt64
+    /// Nil when knowing them would mean waiting (a thumbnail not made yet): the entry is
+    /// listed by name and number, and a stat of it makes it.
+    public let attributes: Attributes?
     public let cookie: Int64
+
+    init(name: String, attributes: Attributes, cookie: Int64) {
+        self.name = name
+        self.ino = attributes.ino
+        self.attributes = attributes
+        self.cookie = cookie
+    }
+
+    init(name: String, ino: UInt64, cookie: Int64) {
+        self.name = name
+        self.ino = ino
+        self.attributes = nil
+        self.cookie = cookie
+    }
 }
 
 /// Readdir cookies are keys, not positions, so that a listing re-opened at any offset
@@ -43,60 +60,51 @@ enum Cookie {
 extension FileSystem {
     /// Up to `limit` entries of a folder after cookie `after` (0: from the start).
     public func readdir(_ ino: UInt64, after: Int64, limit: Int) throws -> [DirectoryEntry] {
-        guard let folder = Node(ino: ino) else { throw FSError.noEntry("inode \(ino)") }
-        var album: Album?
-        if case .object(let id) = folder {
-            guard let found = try library.album(id: id) else {
-                if try object(id) != nil { throw FSError(ENOTDIR, "not a folder", logged: false) }
-                throw FSError.noEntry("inode \(id)")
-            }
-            album = found
-        } else if case .thumbnail = folder {
-            throw FSError(ENOTDIR, "not a folder", logged: false)
-        } else if !(try exists(folder)) {
-            throw FSError.noEntry("inode \(ino)")
-        }
+        try library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
+    }
 
+    private func readdir(_ ino: UInt64, after: Int64, limit: Int, _ r: Records) throws -> [DirectoryEntry] {
+        let folder = try self.folder(ino, in: r)
         var out: [DirectoryEntry] = []
         var full: Bool { out.count >= limit }
         if after < Cookie.dot {
             out.append(DirectoryEntry(name: ".", attributes: try attributes(of: folder), cookie: Cookie.dot))
         }
         if after < Cookie.dotdot && !full {
-            let up = try parent(of: folder) ?? .root
+            let up = try parent(of: folder, in: r) ?? .root
             out.append(DirectoryEntry(name: "..", attributes: try attributes(of: up), cookie: Cookie.dotdot))
         }
 
         // Fixed entries.
-        var fixed: [(String, Node)] = []
+        var fixed: [(String, Item)] = []
         switch folder {
         case .root: fixed = Self.rootChildren
         case .smartAlbums: fixed = Self.smartChildren
-        case .allPhotos, .smart, .day, .object: fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino))]
+        case .allPhotos, .smart, .day, .album: fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino))]
         default: break
         }
-        for (index, (name, node)) in fixed.enumerated() where !full {
+        for (index, (name, item)) in fixed.enumerated() where !full {
             let cookie = Cookie.firstFixed + Int64(index)
-            if cookie > after { out.append(DirectoryEntry(name: name, attributes: try attributes(of: node), cookie: cookie)) }
+            if cookie > after { out.append(DirectoryEntry(name: name, attributes: try attributes(of: item), cookie: cookie)) }
         }
         if full { return out }
 
-        // Sub-albums and scratch files (by id), or date folders.
+        // Sub-albums and plain files (by id), or date folders.
         if let idAfter = Cookie.objectAfter(after) {
             let room = limit - out.count
             switch folder {
             case .byDate:
-                for year in try library.years() where Int64(year) > idAfter && out.count < limit {
+                for year in try r.years() where Int64(year) > idAfter && out.count < limit {
                     out.append(DirectoryEntry(name: DateNames.year(year), attributes: virtualFolderAttributes(.year(year)),
                                               cookie: Cookie.object(Int64(year))))
                 }
             case .year(let y):
-                for month in try library.months(ofYear: y) where Int64(month) > idAfter && out.count < limit {
+                for month in try r.months(ofYear: y) where Int64(month) > idAfter && out.count < limit {
                     out.append(DirectoryEntry(name: DateNames.month(month), attributes: virtualFolderAttributes(.month(month)),
                                               cookie: Cookie.object(Int64(month))))
                 }
             case .month(let m):
-                for day in try library.days(ofMonth: m) where Int64(day) > idAfter && out.count < limit {
+                for day in try r.days(ofMonth: m) where Int64(day) > idAfter && out.count < limit {
                     out.append(DirectoryEntry(name: DateNames.day(day), attributes: virtualFolderAttributes(.day(day)),
                                               cookie: Cookie.object(Int64(day))))
                 }
@@ -104,25 +112,22 @@ extension FileSystem {
                 break
             default:
                 var objects: [DirectoryEntry] = []
-                let parentAlbum: Int64? = folder == .albumsRoot ? 0 : album?.id
+                var parentAlbum: Int64?
+                if case .albumsTop = folder { parentAlbum = 0 }
+                if case .album(let album) = folder { parentAlbum = album.id }
                 if let parentAlbum {
-                    for sub in try library.albums(in: parentAlbum, after: idAfter, limit: room) {
-                        objects.append(DirectoryEntry(name: sub.name, attributes: try attributes(of: .album(sub), ino: UInt64(sub.id)),
+                    for sub in try r.albums(in: parentAlbum, after: idAfter, limit: room) {
+                        objects.append(DirectoryEntry(name: sub.name, attributes: try attributes(of: .album(sub)),
                                                       cookie: Cookie.object(sub.id)))
                     }
                 }
-                for file in try library.scratchFiles(in: ino, after: idAfter, limit: room) {
-                    guard let attributes = try? attributes(of: file) else { continue }
-                    objects.append(DirectoryEntry(name: file.name, attributes: attributes, cookie: Cookie.object(file.id)))
-                }
-                // Files being written show under their names until they are imported.
-                for pending in writers.newFiles(in: ino) where Int64(pending) > idAfter {
-                    guard let writer = writers.get(pending) else { continue }
-                    let entry = writer.withLock { () -> DirectoryEntry? in
-                        guard case .newFile(_, let name) = writer.target else { return nil }
-                        return DirectoryEntry(name: name, attributes: writerAttributes(writer), cookie: Cookie.object(Int64(pending)))
+                for file in try r.plainFiles(in: ino, after: idAfter, limit: room) {
+                    do {
+                        objects.append(DirectoryEntry(name: file.name, attributes: try attributes(of: file), cookie: Cookie.object(file.id)))
+                    } catch {
+                        // Listed all the same (a stat of it says what is wrong), never hidden.
+                        objects.append(DirectoryEntry(name: file.name, ino: UInt64(file.id), cookie: Cookie.object(file.id)))
                     }
-                    if let entry { objects.append(entry) }
                 }
                 objects.sort { $0.cookie < $1.cookie }
                 out += objects.prefix(room)
@@ -135,18 +140,16 @@ extension FileSystem {
         let room = limit - out.count
         switch folder {
         case .allPhotos, .smart, .day:
-            for asset in try library.assets(in: folder.view!, after: assetAfter, limit: room) {
+            for asset in try r.assets(in: folder.view!, after: assetAfter, limit: room) {
                 out.append(DirectoryEntry(name: asset.name, attributes: attributes(of: asset), cookie: Cookie.asset(asset.sortKey)))
             }
-        case .object:
-            if let album {
-                for (membership, asset) in try library.members(ofAlbum: album.id, after: assetAfter, limit: room) {
-                    out.append(DirectoryEntry(name: membership.name, attributes: attributes(of: asset),
-                                              cookie: Cookie.asset(membership.sortKey)))
-                }
+        case .album(let album):
+            for (membership, asset) in try r.members(ofAlbum: album.id, after: assetAfter, limit: room) {
+                out.append(DirectoryEntry(name: membership.name, attributes: attributes(of: asset),
+                                          cookie: Cookie.asset(membership.sortKey)))
             }
         case .thumbnails(let parentIno):
-            out += try thumbnailEntries(in: parentIno, after: assetAfter, limit: room)
+            out += try thumbnailEntries(in: parentIno, after: assetAfter, limit: room, r)
         default:
             break
         }

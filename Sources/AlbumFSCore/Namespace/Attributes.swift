@@ -1,0 +1,125 @@
+import AlbumCore
+import Glibc
+
+/// File attributes as the filesystem reports them (a `struct stat`, minus the C).
+public struct Attributes: Sendable, Equatable {
+    public enum Kind: Sendable { case directory, file }
+
+    public var ino: UInt64
+    public var kind: Kind
+    public var permissions: UInt32
+    public var nlink: UInt32
+    public var uid: UInt32
+    public var gid: UInt32
+    public var size: Int64
+    public var blocks: Int64
+    public var atimeNs: Int64
+    public var mtimeNs: Int64
+    public var ctimeNs: Int64
+
+    public var mode: UInt32 { (kind == .directory ? UInt32(S_IFDIR) : UInt32(S_IFREG)) | permissions }
+
+    /// 512-byte blocks a file of `size` bytes takes on a filesystem of 4 KiB blocks.
+    static func blocks(forSize size: Int64) -> Int64 { (size + 4095) / 4096 * 8 }
+}
+
+/// What the mount was asked for: ownership, permissions, read-only, thumbnail size.
+public struct MountOptions: Sendable {
+    public var uid: UInt32 = getuid()
+    public var gid: UInt32 = getgid()
+    /// Applied to every mode the mount reports.
+    public var umask: UInt32 = 0o022
+    public var readOnly = false
+    public var thumbnailSize = 256
+    /// How long the kernel may cache names and attributes. Every change made through
+    /// the mount invalidates what it touches, so this can be long.
+    public var cacheSeconds: Double = 3600
+    /// FUSE passthrough for read-only opens, when the kernel offers it: reads at the
+    /// speed of the blob itself, but a photo open for reading cannot be replaced until
+    /// it is closed (ETXTBSY). Default: on for read-only mounts, where nothing can be
+    /// replaced anyway; off otherwise (`-o passthrough` / `-o nopassthrough`).
+    public var passthrough: Bool?
+    /// Other users may use the mount (`allow_other`): the kernel then always checks the
+    /// modes (default_permissions), and the default umask keeps photos from everyone
+    /// but the owner and the group (docs/reliability.md, "Permissions").
+    public var allowOther = false
+
+    public var usesPassthrough: Bool { passthrough ?? readOnly }
+
+    public init() {}
+}
+
+extension FileSystem {
+    /// The attributes of an inode: what it is, with what a writer holds for it on top
+    /// (a file being written shows its bytes as they are now).
+    public func getattr(_ ino: UInt64) throws -> Attributes {
+        try attributes(of: existing(ino), ino: ino)
+    }
+
+    func attributes(of item: Item, ino: UInt64? = nil) throws -> Attributes {
+        switch item {
+        case .asset(let asset):
+            return attributes(of: asset)
+        case .plain(let file):
+            return try attributes(of: file)
+        case .album(let album):
+            var a = folderAttributes(ino: UInt64(album.id), writable: true, mtimeNs: album.mtimeNs, ctimeNs: album.changedNs)
+            if let mode = album.mode { a.permissions = mode & 0o1777 & ~options.umask }
+            return a
+        case .thumbnail(let asset):
+            guard let file = try thumbnailWaitingIfNeeded(of: asset) else { throw FSError.noEntry("thumbnail of \(asset.name)") }
+            return thumbnailAttributes(asset.id, file)
+        default:
+            return virtualFolderAttributes(item)
+        }
+    }
+
+    /// An asset's attributes; while a writer holds new bytes for it, their size and mtime.
+    func attributes(of asset: Asset) -> Attributes {
+        var a = fileAttributes(ino: UInt64(asset.id), permissions: asset.mode ?? 0o644, size: asset.size,
+                               mtimeNs: asset.mtimeNanoseconds, ctimeNs: asset.changedNs)
+        a.nlink = UInt32(max(1, asset.links))
+        if let pending = writers.get(UInt64(asset.id))?.pendingAttributes() {
+            a.size = pending.size
+            a.blocks = Attributes.blocks(forSize: pending.size)
+            a.mtimeNs = pending.mtimeNs
+            a.atimeNs = pending.mtimeNs
+            a.ctimeNs = max(a.ctimeNs, pending.mtimeNs)
+        }
+        return a
+    }
+
+    /// A plain file's attributes: its bytes' size and mtime (an mtime set on a file that
+    /// shares a blob is kept in its row).
+    func attributes(of file: PlainFile) throws -> Attributes {
+        guard let st = try library.files.status(file.bytes), st.isRegularFile else {
+            throw FSError(EIO, "plain file \(file.name) (\(file.id)) has lost its bytes (or they are a link); run albumfs check")
+        }
+        let mtime = file.blobSHA256 != nil ? (file.explicitMtimeNs ?? file.changedNs) : st.modificationNanoseconds
+        // A copy of a whole photo not made yet (copy_file_range) has the photo's size.
+        let size = writers.get(UInt64(file.id))?.cloneSize ?? Int64(st.st_size)
+        var a = fileAttributes(ino: UInt64(file.id), permissions: file.mode & 0o1777, size: size,
+                               mtimeNs: mtime, ctimeNs: max(file.changedNs, file.blobSHA256 == nil ? st.changeNanoseconds : 0))
+        a.blocks = file.blobSHA256 == nil ? Int64(st.st_blocks) : Attributes.blocks(forSize: Int64(st.st_size))
+        return a
+    }
+
+    func fileAttributes(ino: UInt64, permissions: UInt32, size: Int64, mtimeNs: Int64, ctimeNs: Int64) -> Attributes {
+        Attributes(ino: ino, kind: .file, permissions: permissions & 0o1777 & ~options.umask, nlink: 1,
+                   uid: options.uid, gid: options.gid, size: size, blocks: Attributes.blocks(forSize: size),
+                   atimeNs: mtimeNs, mtimeNs: mtimeNs, ctimeNs: ctimeNs)
+    }
+
+    /// Folders report one link: the count of their subfolders is not worth a query on
+    /// every stat, and 1 tells find(1) not to count on it (as btrfs does).
+    func folderAttributes(ino: UInt64, writable: Bool, mtimeNs: Int64, ctimeNs: Int64) -> Attributes {
+        Attributes(ino: ino, kind: .directory, permissions: (writable ? 0o755 : 0o555) & ~options.umask, nlink: 1,
+                   uid: options.uid, gid: options.gid, size: 4096, blocks: 8,
+                   atimeNs: mtimeNs, mtimeNs: mtimeNs, ctimeNs: ctimeNs)
+    }
+
+    func virtualFolderAttributes(_ item: Item) -> Attributes {
+        let time = changedNs.withLock { $0 }
+        return folderAttributes(ino: item.ino, writable: Rules.isWritable(Rules.Folder(item)), mtimeNs: time, ctimeNs: time)
+    }
+}

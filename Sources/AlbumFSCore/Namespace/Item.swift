@@ -1,0 +1,154 @@
+import AlbumCore
+import Glibc
+
+/// What an inode is now: the one answer to that question in the filesystem core.
+///
+/// `Node` decodes a number without the database (it says "an object", "a day folder");
+/// `Item` is that number resolved against the library: which album, asset or plain file,
+/// and whether a date folder still has photos. Every operation starts from an `Item`,
+/// and what it may do there is decided in `Rules`.
+enum Item {
+    case root
+    case albumsTop
+    case allPhotos
+    case byDate
+    case year(Int)
+    case month(Int)
+    case day(Int)
+    case smartAlbums
+    case smart(SmartAlbum)
+    case album(Album)
+    /// The `.thumbnails` folder of the folder with this inode.
+    case thumbnails(of: UInt64)
+    case asset(Asset)
+    case plain(PlainFile)
+    /// The thumbnail of an asset (in any `.thumbnails` folder).
+    case thumbnail(Asset)
+
+    var node: Node {
+        switch self {
+        case .root: return .root
+        case .albumsTop: return .albumsRoot
+        case .allPhotos: return .allPhotos
+        case .byDate: return .byDate
+        case .year(let y): return .year(y)
+        case .month(let m): return .month(m)
+        case .day(let d): return .day(d)
+        case .smartAlbums: return .smartAlbums
+        case .smart(let s): return .smart(s)
+        case .album(let a): return .object(a.id)
+        case .thumbnails(let folder): return .thumbnails(of: folder)
+        case .asset(let a): return .object(a.id)
+        case .plain(let p): return .object(p.id)
+        case .thumbnail(let a): return .thumbnail(asset: a.id)
+        }
+    }
+
+    var ino: UInt64 { node.ino }
+
+    var isFolder: Bool {
+        switch self {
+        case .asset, .plain, .thumbnail: return false
+        default: return true
+        }
+    }
+
+    /// The view of a virtual folder that lists assets by a query.
+    var view: AssetView? {
+        switch self {
+        case .allPhotos: return .allPhotos
+        case .smart(let s): return .smart(s)
+        case .day(let d): return .day(d)
+        default: return nil
+        }
+    }
+
+    /// Folders that list assets, and so have a `.thumbnails/` subfolder.
+    var listsAssets: Bool {
+        switch self {
+        case .allPhotos, .smart, .day, .album: return true
+        default: return false
+        }
+    }
+
+    /// How it is named in a refusal: "All Photos/", "an album".
+    var displayName: String {
+        switch self {
+        case .root: return "the root"
+        case .albumsTop: return "Albums/"
+        case .album(let a): return "album \(a.name)"
+        case .allPhotos: return "All Photos/"
+        case .byDate, .year, .month, .day: return "a date view"
+        case .smartAlbums: return "Smart Albums/"
+        case .smart(let s): return "Smart Albums/\(s.folderName)/"
+        case .thumbnails: return ".thumbnails/"
+        case .asset(let a): return a.name
+        case .plain(let p): return p.name
+        case .thumbnail(let a): return "the thumbnail of \(a.name)"
+        }
+    }
+}
+
+extension FileSystem {
+    /// What `ino` is now, or nil for a number that was never handed out or is gone. A
+    /// number that a duplicate's or a save's file had stands for the asset it became.
+    func item(_ ino: UInt64, in records: any LibraryRecords) throws -> Item? {
+        guard let node = Node(ino: ino) else { return nil }
+        switch node {
+        case .root: return .root
+        case .albumsRoot: return .albumsTop
+        case .allPhotos: return .allPhotos
+        case .byDate: return .byDate
+        case .smartAlbums: return .smartAlbums
+        case .smart(let s): return .smart(s)
+        case .year(let y): return try records.hasAssets(dayPrefix: y, divisor: 10000) ? .year(y) : nil
+        case .month(let m): return try records.hasAssets(dayPrefix: m, divisor: 100) ? .month(m) : nil
+        case .day(let d): return try records.hasAssets(dayPrefix: d, divisor: 1) ? .day(d) : nil
+        case .thumbnails(let folder):
+            guard let parent = try item(folder, in: records), parent.listsAssets else { return nil }
+            return .thumbnails(of: folder)
+        case .thumbnail(let id):
+            return try records.asset(id: id).map { .thumbnail($0) }
+        case .object(let id):
+            if let asset = try records.asset(id: id) { return .asset(asset) }
+            if let album = try records.album(id: id) { return .album(album) }
+            if let plain = try records.plainFile(id: id) { return .plain(plain) }
+            if let aliased = try records.aliasedAsset(ino: id), let asset = try records.asset(id: aliased) { return .asset(asset) }
+            return nil
+        }
+    }
+
+    /// `item(_:in:)` on a reader connection.
+    func item(_ ino: UInt64) throws -> Item? {
+        try library.read { try item(ino, in: $0) }
+    }
+
+    /// The item, or ENOENT.
+    func existing(_ ino: UInt64) throws -> Item {
+        guard let found = try item(ino) else { throw FSError.noEntry("inode \(ino)") }
+        return found
+    }
+
+    /// The folder an inode is, or ENOENT / ENOTDIR.
+    func folder(_ ino: UInt64, in records: any LibraryRecords) throws -> Item {
+        guard let found = try item(ino, in: records) else { throw FSError.noEntry("inode \(ino)") }
+        guard found.isFolder else { throw FSError(ENOTDIR, "\(found.displayName) is not a folder", logged: false) }
+        return found
+    }
+
+    /// The folder a folder is in (for `..`); nil for files.
+    func parent(of item: Item, in records: any LibraryRecords) throws -> Item? {
+        switch item {
+        case .root, .albumsTop, .allPhotos, .byDate, .smartAlbums: return .root
+        case .smart: return .smartAlbums
+        case .year: return .byDate
+        case .month(let m): return .year(m / 100)
+        case .day(let d): return .month(d / 100)
+        case .thumbnails(let folder): return try self.item(folder, in: records)
+        case .album(let a):
+            if a.parentID == 0 { return .albumsTop }
+            return try records.album(id: a.parentID).map { .album($0) }
+        case .asset, .plain, .thumbnail: return nil
+        }
+    }
+}

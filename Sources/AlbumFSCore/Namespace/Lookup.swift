@@ -1,0 +1,105 @@
+import AlbumCore
+import Glibc
+
+extension FileSystem {
+    public static let thumbnailsFolderName = ".thumbnails"
+
+    /// Names of the fixed folders, in listing order.
+    static let rootChildren: [(String, Item)] = [
+        ("Albums", .albumsTop), ("All Photos", .allPhotos), ("By Date", .byDate), ("Smart Albums", .smartAlbums),
+    ]
+    static let smartChildren: [(String, Item)] = SmartAlbum.allCases.map { ($0.folderName, .smart($0)) }
+
+    /// What a lookup found: its attributes, and the name it has (which may differ from
+    /// the one asked for in case or Unicode normalization: the kernel should not keep
+    /// such a name for long, since removing the file invalidates only its own name).
+    public struct Found: Sendable {
+        public let attributes: Attributes
+        public let name: String
+    }
+
+    /// Looks a name up in a folder. Names arrive as bytes: not UTF-8 is EILSEQ, over 255
+    /// bytes ENAMETOOLONG. Case and Unicode normalization do not matter. `.` and `..`
+    /// are answered for any folder (NFS asks them after a restart).
+    public func lookup(parent: UInt64, name bytes: [UInt8]) throws -> Found {
+        if bytes == [0x2E] || bytes == [0x2E, 0x2E] {
+            // "." of any inode, file or folder: NFS servers look a handle up that way.
+            let item: Item? = try library.read { r in
+                guard let found = try self.item(parent, in: r) else { throw FSError.noEntry("inode \(parent)") }
+                return bytes.count == 1 ? found : try self.parent(of: found, in: r)
+            }
+            guard let item else { throw FSError(ENOTDIR, "inode \(parent) is not a folder", logged: false) }
+            return Found(attributes: try attributes(of: item), name: String(decoding: bytes, as: UTF8.self))
+        }
+        let name = try validName(bytes)
+        let folder = try library.read { try self.folder(parent, in: $0) }
+        guard let (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
+        return Found(attributes: try attributes(of: item), name: shownAs)
+    }
+
+    func validName(_ bytes: [UInt8]) throws -> String {
+        do {
+            return try Names.validate(bytes: bytes)
+        } catch {
+            throw FSError.wrapping(error, "refused name \(String(decoding: bytes.prefix(80), as: UTF8.self))")
+        }
+    }
+
+    /// What `name` is in `folder`, or nil when nothing is: an album, a photo's entry, a
+    /// plain file, a fixed folder, a thumbnail.
+    func lookupEntry(in folder: Item, name: String) throws -> Item? {
+        try lookupNamed(in: folder, name: name)?.0
+    }
+
+    /// `lookupEntry`, with the name the entry has.
+    func lookupNamed(in folder: Item, name: String) throws -> (Item, String)? {
+        let key = Names.key(name)
+        return try library.read { r -> (Item, String)? in
+            switch folder {
+            case .root:
+                if let (shown, item) = Self.rootChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
+            case .smartAlbums:
+                if let (shown, item) = Self.smartChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
+            case .albumsTop:
+                if let album = try r.album(named: name, in: 0) { return (.album(album), album.name) }
+            case .byDate:
+                if let year = Int(name), String(year) == name, (1000...9999).contains(year),
+                   try r.hasAssets(dayPrefix: year, divisor: 10000) {
+                    return (.year(year), name)
+                }
+            case .year(let year):
+                if let month = DateNames.parseMonth(name, year: year), try r.hasAssets(dayPrefix: month, divisor: 100) {
+                    return (.month(month), DateNames.month(month))
+                }
+            case .month(let month):
+                if let day = DateNames.parseDay(name, month: month), try r.hasAssets(dayPrefix: day, divisor: 1) {
+                    return (.day(day), DateNames.day(day))
+                }
+            case .thumbnails(let folderIno):
+                guard name.lowercased().hasSuffix(".jpg"),
+                      let (asset, shown) = try assetEntry(in: folderIno, named: String(name.dropLast(4)), r) else { return nil }
+                if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return nil }
+                return (.thumbnail(asset), shown + ".jpg")
+            case .allPhotos, .smart, .day:
+                if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
+                if let asset = try r.asset(named: name, in: folder.view!) { return (.asset(asset), asset.name) }
+            case .album(let album):
+                if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
+                if let sub = try r.album(named: name, in: album.id) { return (.album(sub), sub.name) }
+                if let (membership, asset) = try r.member(named: name, ofAlbum: album.id) { return (.asset(asset), membership.name) }
+            case .asset, .plain, .thumbnail:
+                throw FSError(ENOTDIR, "not a folder", logged: false)
+            }
+            if let plain = try r.plainFile(named: name, in: folder.ino) { return (.plain(plain), plain.name) }
+            return nil
+        }
+    }
+
+    /// The asset shown as `name` in a folder that lists assets, with its name there.
+    func assetEntry(in folderIno: UInt64, named name: String, _ r: any LibraryRecords) throws -> (Asset, String)? {
+        guard let folder = try item(folderIno, in: r) else { return nil }
+        if let view = folder.view { return try r.asset(named: name, in: view).map { ($0, $0.name) } }
+        if case .album(let album) = folder { return try r.member(named: name, ofAlbum: album.id).map { ($0.1, $0.0.name) } }
+        return nil
+    }
+}

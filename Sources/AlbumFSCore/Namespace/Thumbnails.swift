@@ -1,0 +1,123 @@
+import AlbumCore
+import Dispatch
+import Glibc
+
+/// `.thumbnails/` folders. Listing one never waits for a decoder: made thumbnails are
+/// listed with their attributes, the others by name only (and made in the background).
+/// A stat or an open of one thumbnail may wait for that one, but at most
+/// `thumbnailWaitLimit` requests wait at once, so that slow decoders never hold every
+/// FUSE worker thread; one more gets EAGAIN.
+extension FileSystem {
+    /// The thumbnail of an asset at the mount's size, made now if it is missing (this
+    /// request waits for it); nil when its bytes cannot be decoded.
+    func thumbnailWaitingIfNeeded(of asset: Asset) throws -> Thumbnail? {
+        let size = options.thumbnailSize
+        if let done = thumbnails.cached(sha256: asset.sha256, size: size) { return done }
+        if thumbnails.failed(sha256: asset.sha256, size: size) { return nil }
+        let admitted = thumbnailWaits.withLock { waiting -> Bool in
+            guard waiting < thumbnailWaitLimit else { return false }
+            waiting += 1
+            return true
+        }
+        guard admitted else {
+            throw FSError(EAGAIN, "the thumbnail of \(asset.name) is not made yet and \(thumbnailWaitLimit) others are being made; try again")
+        }
+        defer { thumbnailWaits.withLock { $0 -= 1 } }
+        return thumbnails.thumbnail(for: asset, size: size)
+    }
+
+    func thumbnailAttributes(_ asset: Int64, _ file: Thumbnail) -> Attributes {
+        fileAttributes(ino: Node.thumbnail(asset: asset).ino, permissions: 0o444, size: file.size,
+                       mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)
+    }
+
+    /// Entries of a `.thumbnails/` folder: `NAME.jpg` for each asset of its folder, in
+    /// the folder's order and with its cookies. Made thumbnails come with attributes,
+    /// missing ones by name (and are queued to be made); ones that cannot be made are
+    /// left out.
+    func thumbnailEntries(in folderIno: UInt64, after: Int64, limit: Int, _ r: any LibraryRecords) throws -> [DirectoryEntry] {
+        guard let folder = try item(folderIno, in: r) else { return [] }
+        var entries: [(name: String, asset: Asset, cookie: Int64)] = []
+        if let view = folder.view {
+            entries = try r.assets(in: view, after: after, limit: limit).map { ($0.name, $0, Cookie.asset($0.sortKey)) }
+        } else if case .album(let album) = folder {
+            entries = try r.members(ofAlbum: album.id, after: after, limit: limit).map { ($0.0.name, $0.1, Cookie.asset($0.0.sortKey)) }
+        }
+        let size = options.thumbnailSize
+        var out: [DirectoryEntry] = []
+        for entry in entries {
+            let name = entry.name + ".jpg"
+            if let made = thumbnails.cached(sha256: entry.asset.sha256, size: size) {
+                out.append(DirectoryEntry(name: name, attributes: thumbnailAttributes(entry.asset.id, made), cookie: entry.cookie))
+            } else if !thumbnails.failed(sha256: entry.asset.sha256, size: size) {
+                out.append(DirectoryEntry(name: name, ino: Node.thumbnail(asset: entry.asset.id).ino, cookie: entry.cookie))
+                prefetchThumbnail(entry.asset, urgent: true)
+            }
+        }
+        return out
+    }
+
+    /// Queues a thumbnail to be made in the background, so that a file manager finds it
+    /// ready. After an import it waits until imports have been quiet for a couple of
+    /// seconds (a copy of a whole card is not slowed down by its thumbnails); one that a
+    /// listing showed missing (`urgent`) goes first. At most `prefetchLimit` wait; the
+    /// rest are made on first look.
+    func prefetchThumbnail(_ asset: Asset, urgent: Bool = false) {
+        guard thumbnails.cached(sha256: asset.sha256, size: options.thumbnailSize) == nil else { return }
+        prefetch.withLock { queue in
+            if !urgent { queue.lastImportNs = nowNanoseconds() }
+            guard queue.assets.count < Self.prefetchLimit, queue.queued.insert(asset.sha256).inserted else { return }
+            if urgent { queue.urgent.append(asset) } else { queue.assets.append(asset) }
+        }
+        if urgent { makeQueuedThumbnails(now: nowNanoseconds()) }
+    }
+
+    /// Starts the queued thumbnails: the urgent ones at once, the others once imports
+    /// have been quiet for `quietSeconds`.
+    func makeQueuedThumbnails(now: Int64, quietSeconds: Double = 2) {
+        let batch = prefetch.withLock { queue -> [Asset] in
+            guard !queue.running else { return [] }
+            var batch = queue.urgent
+            queue.urgent.removeAll()
+            if Double(now - queue.lastImportNs) / 1e9 >= quietSeconds {
+                batch += queue.assets
+                queue.assets.removeAll()
+            }
+            if !batch.isEmpty { queue.running = true }
+            return batch
+        }
+        guard !batch.isEmpty else { return }
+        let cache = backgroundThumbnails, size = options.thumbnailSize, prefetch = self.prefetch
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            for asset in batch {
+                if cache.thumbnail(for: asset, size: size) != nil {
+                    self?.thumbnailMade(asset)
+                }
+                prefetch.withLock { _ = $0.queued.remove(asset.sha256) }
+            }
+            prefetch.withLock { $0.running = false }
+            // More may have been queued meanwhile.
+            self?.makeQueuedThumbnails(now: nowNanoseconds(), quietSeconds: quietSeconds)
+        }
+    }
+
+    /// A thumbnail made in the background: the `.thumbnails/` listings that showed it by
+    /// name only are dropped, so that the next listing has its attributes.
+    private func thumbnailMade(_ asset: Asset) {
+        var folders: [UInt64] = [Node.thumbnails(of: FixedInode.allPhotos).ino, Node.thumbnails(of: Node.day(asset.takenDay).ino).ino]
+        for membership in (try? library.read({ try $0.memberships(ofAsset: asset.id) })) ?? [] {
+            folders.append(Node.thumbnails(of: UInt64(membership.albumID)).ino)
+        }
+        invalidate(folders.map { .inode($0) } + [.inode(Node.thumbnail(asset: asset.id).ino)])
+    }
+
+    struct PrefetchQueue {
+        var assets: [Asset] = []
+        var urgent: [Asset] = []
+        var queued: Set<String> = []
+        var lastImportNs: Int64 = 0
+        var running = false
+    }
+
+    static let prefetchLimit = 4096
+}

@@ -1,0 +1,187 @@
+import AlbumCore
+import Glibc
+
+/// Photo bytes arriving under a name in a folder, by a close or by a rename: what they
+/// become (PRODUCT.md section 3, "Import rules" and "Saving in place keeps the photo"),
+/// decided in this order:
+///
+/// 1. Over a photo's entry of that name: that photo's next version.
+/// 2. Under a name a photo left by a rename in this folder within the minute: that
+///    photo's next version; its renamed-away name becomes a plain file with the previous
+///    bytes (the save tool's backup).
+/// 3. Where the folder does not import (the top of Albums/, a hidden name): a plain file.
+/// 4. Bytes the library holds already, as an asset this folder does not show: that asset
+///    is added here (a membership, a mark, back from Recently Deleted). As an asset the
+///    folder shows already (under another name): a new asset sharing the blob (Photos'
+///    Duplicate), so that editing one never changes the other.
+/// 5. Else a new asset, with the inode number the file had.
+///
+/// Saves never dedupe (1 and 2 make a version whatever other asset has these bytes).
+enum Destiny {
+    case version(of: Asset, vacated: SaveWindow.Vacated?)
+    case stayPlain(Rules.Refusal)
+    case existing(Asset, ImportDestination, unhide: Bool)
+    case duplicate(of: Asset, ImportDestination)
+    case newAsset(ImportDestination)
+}
+
+/// Photo bytes, hashed and read, whose blob may still have to be placed.
+struct PhotoBytes {
+    let sha256: String
+    let size: Int64
+    let metadata: MediaMetadata
+    /// When they were last written.
+    let writtenNs: Int64
+    /// The file they are in, when they are not a blob yet (a plain file's bytes, a copy
+    /// in staging).
+    let file: HashedFile?
+}
+
+/// What a landing did, for the caller's invalidations and clean-up.
+struct Landed {
+    /// The asset the bytes are now.
+    let asset: Asset
+    /// The asset before (a new version: the photo as it was).
+    let before: Asset?
+    /// A save tool's backup made from the previous version.
+    let backup: PlainFile?
+    /// Whether the bytes made a new asset (a file that became a photo by itself).
+    let isNew: Bool
+}
+
+extension FileSystem {
+    /// What photo bytes arriving as `name` in `folder` become. `over`: the photo whose
+    /// entry has that name; `excluding`: an asset never to dedupe against (the one being
+    /// moved).
+    func destiny(of sha256: String, name: String, folder: Item, over: Asset?, excluding: Int64? = nil) throws -> Destiny {
+        if let over { return .version(of: over, vacated: nil) }
+        let kind = Rules.Folder(folder)
+        if Rules.keepsSaves(kind), let vacated = saves.vacatedBy(folder: folder.ino, name: name),
+           let photo = try library.read({ try $0.asset(id: vacated.asset) }), !photo.isTrashed, vacated.asset != excluding {
+            return .version(of: photo, vacated: vacated)
+        }
+        let destination: ImportDestination
+        switch Rules.importDestination(in: kind, name: name) {
+        case .failure(let refusal): return .stayPlain(refusal)
+        case .success(let d): destination = d
+        }
+        let holders = try library.read { try $0.assets(withSHA256: sha256) }.filter { $0.id != excluding }
+        guard let existing = holders.first else { return .newAsset(destination) }
+        // Does this folder show (one of) the assets with these bytes already?
+        let shown = try holders.first { asset in try folderShows(folder, asset) }
+        if let shown { return .duplicate(of: shown, destination) }
+        return .existing(existing, destination, unhide: kind == .allPhotos && existing.hidden)
+    }
+
+    /// Whether a folder shows an asset now.
+    func folderShows(_ folder: Item, _ asset: Asset) throws -> Bool {
+        switch folder {
+        case .album(let album):
+            guard !asset.isTrashed && !asset.hidden else { return false }
+            return try library.read { try $0.memberships(ofAsset: asset.id) }.contains { $0.albumID == album.id }
+        default:
+            return folder.view?.contains(asset) ?? false
+        }
+    }
+
+    /// Carries out a destiny in one transaction, after the blob is placed (when the
+    /// bytes are not one yet). `clear`: what must go first, in the same transaction (the
+    /// plain file that held the bytes, a temporary photo that vanishes, the entry that
+    /// moves). The arriving file's inode number is `fileID`: a new asset takes it, an
+    /// existing one is known by it from now on.
+    func land(_ bytes: PhotoBytes, as name: String, in folder: Item, destiny: Destiny, fileID: Int64,
+              explicitMtimeNs: Int64?, mode: UInt32?, clear: (Transaction) throws -> Void) throws -> Landed {
+        var placement: BlobStore.Placement?
+        if let file = bytes.file {
+            if library.blobs.exists(bytes.sha256) {
+                try library.healIfDamaged(file)
+            } else {
+                placement = try explained("cannot store \(name)") {
+                    try library.blobs.place(file.path, descriptor: file.descriptor, sha256: bytes.sha256)
+                }
+            }
+        }
+        let landed: Landed
+        do {
+            landed = try library.write { tx -> Landed in
+                try clear(tx)
+                switch destiny {
+                case .stayPlain:
+                    preconditionFailure("a plain file does not land")
+                case .version(let photo, let vacated):
+                    let before = try tx.asset(id: photo.id) ?? photo
+                    let backup = try saveVersion(tx, of: before, bytes: bytes, mtimeNs: explicitMtimeNs ?? bytes.writtenNs,
+                                                 vacated: vacated, folder: folder, name: name)
+                    if fileID != photo.id { try tx.addAlias(ino: fileID, asset: photo.id) }
+                    return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
+                case .existing(let asset, let destination, let unhide):
+                    _ = try tx.addExisting(asset.id, destination: destination)
+                    if unhide { try tx.setHidden(asset.id, false) }
+                    if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
+                    try tx.addAlias(ino: fileID, asset: asset.id)
+                    return Landed(asset: try tx.asset(id: asset.id)!, before: asset, backup: nil, isNew: false)
+                case .duplicate(let source, let destination):
+                    let (asset, _) = try tx.duplicate(source, id: fileID, name: name, destination: destination,
+                                                      explicitMtimeNs: explicitMtimeNs, mode: mode)
+                    return Landed(asset: asset, before: nil, backup: nil, isNew: true)
+                case .newAsset(let destination):
+                    let new = NewAsset(id: fileID, sha256: bytes.sha256, size: bytes.size, metadata: bytes.metadata,
+                                       originalName: name, fileMtimeNs: bytes.writtenNs, explicitMtimeNs: explicitMtimeNs,
+                                       mode: mode)
+                    let (asset, _) = try tx.insertAsset(new, destination: destination)
+                    return Landed(asset: asset, before: nil, backup: nil, isNew: true)
+                }
+            }
+        } catch {
+            if let placement { library.blobs.undo(placement) }
+            throw error
+        }
+        if let file = bytes.file, placement?.created == true { library.blobs.seal(bytes.sha256, descriptor: file.descriptor) }
+        if case .version(_, let vacated?) = destiny { saves.settle(folder: folder.ino, name: vacated.name) }
+        if landed.isNew, Rules.keepsSaves(Rules.Folder(folder)) {
+            saves.madeByClose(landed.asset.id, in: folder.ino, writtenNs: bytes.writtenNs)
+        }
+        return landed
+    }
+
+    /// A photo's next version, in the caller's transaction. With `vacated` (the photo
+    /// left `vacated.name` for `vacated.renamedTo` moments ago, and the new bytes arrive
+    /// under the name it left): the photo takes its name back, and the renamed-away name
+    /// becomes a plain file holding the previous version's bytes (the tool's backup:
+    /// visible, deletable, sharing the old blob). Returns that backup.
+    func saveVersion(_ tx: Transaction, of photo: Asset, bytes: PhotoBytes, mtimeNs: Int64,
+                     vacated: SaveWindow.Vacated?, folder: Item, name: String) throws -> PlainFile? {
+        try tx.addVersion(of: photo.id, sha256: bytes.sha256, size: bytes.size, metadata: bytes.metadata, mtimeNs: mtimeNs)
+        guard let vacated else { return nil }
+        var backupLeft = false
+        switch folder {
+        case .album(let album):
+            if let entry = try tx.membership(named: vacated.renamedTo, inAlbum: album.id), entry.assetID == photo.id {
+                try tx.moveMembership(from: album.id, name: vacated.renamedTo, to: album.id, name: name)
+                backupLeft = true
+            } else if try tx.membership(named: name, inAlbum: album.id) == nil {
+                // The tool removed its backup before writing: the photo comes back anyway.
+                try tx.addMembership(album: album.id, asset: photo.id, name: name)
+            }
+        case .allPhotos:
+            if Names.key(photo.name) == Names.key(vacated.renamedTo) {
+                try tx.renameAsset(photo.id, to: name)
+                backupLeft = true
+            }
+        default:
+            break
+        }
+        guard backupLeft else { return nil }
+        return try tx.createPlainFile(named: vacated.renamedTo, in: folder.ino, mode: photo.mode ?? 0o644,
+                                      blob: photo.sha256, mtimeNs: photo.mtimeNanoseconds)
+    }
+
+    /// The invalidations of a landing: the photo everywhere it shows (as it was and is),
+    /// the names the caller knows changed, and the backup's name.
+    func afterLanding(_ landed: Landed, folder: Item, entries: [(UInt64, String)]) {
+        var names = entries
+        if let backup = landed.backup { names.append((backup.dirIno, backup.name)) }
+        afterChange(asset: landed.asset, views: landed.before, folders: [folder.ino], entries: names)
+        if landed.before?.sha256 != landed.asset.sha256 { prefetchThumbnail(landed.asset) }
+    }
+}

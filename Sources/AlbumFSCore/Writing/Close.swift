@@ -1,0 +1,219 @@
+import AlbumCore
+import Glibc
+
+/// close(), release, fsync, and the imports of files servers keep open: where the bytes
+/// of a `Writer` become what they are.
+extension FileSystem {
+    /// close(): bytes written through this file since the last close are committed
+    /// before it returns, whatever other handles are open: a photo's are its new version
+    /// (EINVAL when they are no photo: the photo is unchanged), a plain file's make it a
+    /// photo when they are one and its name and folder allow. 0 means durable.
+    public func flush(handle: UInt64) throws {
+        guard let file = handles.get(handle), case .writer(let writer) = file.state else { return }
+        try close(writer)
+    }
+
+    func close(_ writer: Writer) throws {
+        try writer.io {
+            switch writer.beginClose() {
+            case .nothing:
+                try finishIfUnfinished(writer)
+            case .report(let error):
+                throw error
+            case .commit(let work):
+                let outcome: Writer.Outcome
+                do {
+                    outcome = try commit(work, of: writer)
+                } catch {
+                    writer.finish(.error)
+                    throw FSError.wrapping(error, "cannot save inode \(writer.ino)")
+                }
+                writer.finish(outcome)
+                if case .refused(let reason) = outcome { throw FSError(EINVAL, reason) }
+            }
+        }
+    }
+
+    /// A plain file created through the mount is whole once closed: its row says so, so
+    /// that a restart keeps it.
+    private func finishIfUnfinished(_ writer: Writer) throws {
+        guard writer.withLock({ writer.unfinished }), case .plain(let id) = writer.target else { return }
+        try library.write(.lazy) { try $0.finishPlainFile(id) }
+        writer.withLock { writer.unfinished = false }
+    }
+
+    public func release(handle: UInt64) {
+        guard let file = handles.remove(handle), case .writer(let writer) = file.state else { return }
+        guard writer.released() <= 0 else { return }
+        // Bytes no close saw (written through mmap, or a close that failed): one more try.
+        if writer.isDirty {
+            do { try close(writer) } catch { Log.warning("saving inode \(writer.ino) at its last close: \(error)") }
+        }
+        try? writer.io { try finishIfUnfinished(writer) }
+        let (keep, discard) = writer.io { writer.dropUncommitted() }
+        if let discard { try? library.files.remove(discard) }
+        if !keep { writers.remove(writer) }
+    }
+
+    public func fsync(handle: UInt64) throws {
+        guard let file = handles.get(handle) else { return }
+        switch file.state {
+        case .readOnly:
+            return
+        case .writer(let writer):
+            let (fd, _) = writer.readable()
+            if let fd { try explained("fsync of inode \(writer.ino)") { try fd.sync() } }
+            writer.synced()
+            // An NFS server turns a client's COMMIT into fsync and may keep the file open
+            // for long after: import now, when the bytes look whole.
+            if writer.isDirty, let fd, Completeness.looksComplete(fd) { try close(writer) }
+        }
+    }
+
+    /// Files left open after their last write (an NFS server holds its descriptors):
+    /// committed once whole and quiet for `settle` seconds after an fsync, or `stale`
+    /// seconds without one. A file that does not look whole waits for more bytes or for
+    /// its close.
+    func importSettledFiles(now: Int64, settle: Double = 2, stale: Double = 60) {
+        for writer in writers.all where writer.isSettled(now: now, settle: settle, stale: stale) {
+            guard let fd = writer.readable().0, Completeness.looksComplete(fd) else { continue }
+            do { try close(writer) } catch { Log.warning("importing a settled file (inode \(writer.ino)): \(error)") }
+        }
+    }
+
+    /// Photos truncated and closed empty whose minute passed without new bytes show
+    /// their current version again.
+    func expireEmptiedVersions(now: Int64) {
+        for writer in writers.all {
+            guard let expired = writer.io({ writer.expireEmptied(now: now, after: SaveWindow.seconds) }) else { continue }
+            if let discard = expired { try? library.files.remove(discard) }
+            writers.remove(writer)
+            if case .asset(let id) = writer.target, let asset = try? library.asset(id: id) {
+                Log.info("\(asset.name) was emptied and nothing was written to it for a minute: it shows its last version again")
+                afterChange(asset: asset)
+            }
+        }
+    }
+
+    // MARK: committing
+
+    /// What a close commits: the bytes of `work` become what they are.
+    private func commit(_ work: Writer.Commit, of writer: Writer) throws -> Writer.Outcome {
+        switch work.target {
+        case .plain(let id): return try commitPlainFile(id, work, writer)
+        case .asset(let id): return try commitVersion(of: id, work)
+        }
+    }
+
+    /// A photo's new bytes: its next version; empty, shown empty for the minute; no
+    /// photo, refused.
+    private func commitVersion(of id: Int64, _ work: Writer.Commit) throws -> Writer.Outcome {
+        guard let photo = try library.asset(id: id) else { return .keptPlain }
+        guard case .copy(let fd, let path) = work.bytes else { return .keptPlain }
+        var clock = PhaseClock()
+        defer { clock.log("save of \(photo.name)") }
+        let hashed = try explained("cannot read the new bytes of \(photo.name)") {
+            try HashedFile.hashing(path, descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
+        }
+        if hashed.size == 0 { return .emptied }
+        clock.mark("hash")
+        let metadata: MediaMetadata
+        switch library.classify(hashed, name: photo.originalName, reader: decoder) {
+        case .notMedia(let why): return .refused("refused the new bytes of \(photo.name): \(why); the photo is unchanged")
+        case .media(let m): metadata = m
+        }
+        clock.mark("metadata")
+        let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
+        let folder = Item.allPhotos
+        let landed = try land(bytes, as: photo.name, in: folder, destiny: .version(of: photo, vacated: nil), fileID: id,
+                              explicitMtimeNs: work.explicitMtimeNs, mode: nil) { _ in }
+        clock.mark("stored")
+        try? library.files.remove(path)
+        afterLanding(landed, folder: folder, entries: [])
+        return .committed(asset: id)
+    }
+
+    /// A plain file's bytes at a close: a photo when they are one under a visible name in
+    /// a folder that imports (or under a name a photo left a moment ago); else it stays a
+    /// plain file (the log says why, once, for a visible name).
+    private func commitPlainFile(_ id: Int64, _ work: Writer.Commit, _ writer: Writer) throws -> Writer.Outcome {
+        guard let file = try library.read({ try $0.plainFile(id: id) }), let folder = try item(file.dirIno) else {
+            return .keptPlain
+        }
+        var clock = PhaseClock()
+        defer { clock.log("close of \(file.name)") }
+        if let clone = work.cloneOf {
+            return try commitClone(clone, into: file, folder: folder, writer)
+        }
+        // Most plain files can never become photos here: no need to read them.
+        if case .stayPlain = try destiny(of: "", name: file.name, folder: folder, over: nil),
+           saves.vacatedBy(folder: folder.ino, name: file.name) == nil {
+            try finishIfUnfinished(writer)
+            return .keptPlain
+        }
+        guard case .own(let fd) = work.bytes else { return .keptPlain }
+        let hashed = try explained("cannot read \(file.name)") {
+            try HashedFile.hashing(.plainFile(id), descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
+        }
+        clock.mark("hash")
+        let metadata: MediaMetadata
+        switch library.classify(hashed, name: file.name, reader: decoder) {
+        case .notMedia(let why):
+            if hashed.size > 0 { logKeptPlain(file, why) }
+            try finishIfUnfinished(writer)
+            return .keptPlain
+        case .media(let m):
+            metadata = m
+        }
+        clock.mark("metadata")
+        let fate = try destiny(of: hashed.sha256, name: file.name, folder: folder, over: nil)
+        if case .stayPlain(let refusal) = fate {
+            if !refusal.quiet { logKeptPlain(file, refusal.reason) }
+            try finishIfUnfinished(writer)
+            return .keptPlain
+        }
+        let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
+        let mode = file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777
+        let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
+                              explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode) { tx in
+            try tx.deletePlainFile(id, becomingPhoto: true)
+        }
+        clock.mark("stored")
+        try? library.files.remove(.plainFile(id))
+        writer.withLock { writer.unfinished = false }
+        afterLanding(landed, folder: folder, entries: [(folder.ino, file.name)])
+        return .committed(asset: landed.asset.id)
+    }
+
+    /// copy_file_range of a whole photo into a new file, closed: the photo where the file
+    /// was made (a membership, or a duplicate if the folder shows it already), as a copy
+    /// of its bytes would be, without copying them. Where it cannot be a photo, the bytes
+    /// are copied into the plain file after all.
+    private func commitClone(_ clone: Asset, into file: PlainFile, folder: Item, _ writer: Writer) throws -> Writer.Outcome {
+        let fate = try destiny(of: clone.sha256, name: file.name, folder: folder, over: nil)
+        if case .stayPlain = fate {
+            let source = try library.openBlob(of: clone)
+            let target = try library.files.open(.plainFile(file.id), flags: O_WRONLY)
+            try SystemCalls.copyAll(from: source, to: target, length: clone.size)
+            try finishIfUnfinished(writer)
+            return .keptPlain
+        }
+        let bytes = PhotoBytes(sha256: clone.sha256, size: clone.size, metadata: clone.metadata, writtenNs: nowNanoseconds(), file: nil)
+        let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: file.id,
+                              explicitMtimeNs: writer.withLock({ writer.explicitMtimeNs }) ?? file.explicitMtimeNs,
+                              mode: file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777) { tx in
+            try tx.deletePlainFile(file.id, becomingPhoto: true)
+        }
+        try? library.files.remove(.plainFile(file.id))
+        writer.withLock { writer.unfinished = false }
+        afterLanding(landed, folder: folder, entries: [(folder.ino, file.name)])
+        return .committed(asset: landed.asset.id)
+    }
+
+    /// A visible file kept as a plain file: said once, with the reason.
+    func logKeptPlain(_ file: PlainFile, _ why: String) {
+        guard !Names.isScratch(file.name) else { return }
+        let first = loggedPlain.withLock { $0.insert(file.id).inserted }
+        if first { Log.info("kept \(file.name) as a plain file of its folder, not a photo: \(why)") }
+    }
+}

@@ -1,0 +1,117 @@
+import AlbumCore
+import Glibc
+
+/// rm, mkdir, rmdir and ln: each one transaction, as `Rules` says.
+extension FileSystem {
+    // MARK: unlink
+
+    /// rm: a plain file goes; a photo's entry goes where `Rules.remove` says (out of this
+    /// album, to Recently Deleted, unmarked, for good). Thumbnails are derived, so
+    /// removing one changes nothing (and `rm -r` of an album works).
+    public func unlink(parent: UInt64, name bytes: [UInt8]) throws {
+        try checkWritable()
+        let name = try validName(bytes)
+        let folder = try library.read { try self.folder(parent, in: $0) }
+        guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
+        switch entry {
+        case .thumbnail:
+            return
+        case .plain(let file):
+            try library.write { _ = try $0.deletePlainFile(file.id) }
+            try? removePlainBytes(file)
+            afterChange(folders: [parent], entries: [(parent, name)])
+        case .asset(let asset):
+            let removal = try Rules.remove(from: Rules.Folder(folder), name: name, folderName: folder.displayName)
+            let left = try library.write { tx in try remove(asset, as: name, by: removal, tx) }
+            switch removal {
+            case .trash: Log.info("moved \(asset.name) to Recently Deleted")
+            case .deleteForGood: Log.info("deleted \(asset.name) for good")
+            default: break
+            }
+            afterChange(asset: removal == .deleteForGood ? nil : try library.asset(id: asset.id), views: asset,
+                        folders: [parent] + left.map { UInt64($0.albumID) },
+                        entries: [(parent, name)] + left.map { (UInt64($0.albumID), $0.name) })
+        default:
+            throw FSError(EISDIR, "\(name) is a folder", logged: false)
+        }
+    }
+
+    /// What `rm` of a photo's entry does, in the caller's transaction. Returns the album
+    /// entries it took away with it (deleting for good).
+    @discardableResult
+    func remove(_ asset: Asset, as name: String, by removal: Rules.Removal, _ tx: Transaction) throws -> [Membership] {
+        switch removal {
+        case .leaveAlbum(let album): try tx.removeMembership(album: album, name: name)
+        case .trash: try tx.trash(asset.id)
+        case .unmarkFavorite: try tx.setFavorite(asset.id, false)
+        case .unhide: try tx.setHidden(asset.id, false)
+        case .deleteForGood: return try tx.deleteAsset(asset.id)
+        }
+        return []
+    }
+
+    // MARK: mkdir and rmdir
+
+    /// mkdir makes an album, in Albums/ or in an album; anywhere else it is EPERM.
+    public func mkdir(parent: UInt64, name bytes: [UInt8]) throws -> Attributes {
+        try checkWritable()
+        let name = try validName(bytes)
+        let folder = try library.read { try self.folder(parent, in: $0) }
+        let parentAlbum = try Rules.makeFolder(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        let taken = try lookupEntry(in: folder, name: name) != nil
+        if Names.key(name) == Names.key(Self.thumbnailsFolderName) || taken {
+            throw FSError(EEXIST, "\(name) exists", logged: false)
+        }
+        let album = try library.write { try $0.createAlbum(named: name, in: parentAlbum) }
+        afterChange(folders: [parent], entries: [(parent, name)])
+        return try attributes(of: .album(album))
+    }
+
+    /// rmdir deletes an empty album (its `.thumbnails/` does not count); anything else is
+    /// EPERM.
+    public func rmdir(parent: UInt64, name bytes: [UInt8]) throws {
+        try checkWritable()
+        let name = try validName(bytes)
+        let folder = try library.read { try self.folder(parent, in: $0) }
+        guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
+        switch entry {
+        case .album(let album):
+            try library.write { try $0.deleteAlbum(id: album.id) }
+            afterChange(folders: [parent, UInt64(album.id)], entries: [(parent, name)])
+        case .thumbnails:
+            return  // derived: removing it changes nothing (rm -r of an album)
+        case .asset, .plain, .thumbnail:
+            throw FSError(ENOTDIR, "\(name) is not a folder", logged: false)
+        default:
+            throw FSError.notPermitted("cannot remove \(name): it is a fixed folder of the library")
+        }
+    }
+
+    // MARK: link
+
+    /// ln of a photo: into an album (a membership), into Favorites or Hidden (marks it),
+    /// into All Photos (nothing changes); EPERM elsewhere.
+    public func link(ino: UInt64, newParent: UInt64, newName bytes: [UInt8]) throws -> Attributes {
+        try checkWritable()
+        let name = try validName(bytes)
+        guard case .asset(let asset)? = try item(ino) else { throw FSError.notPermitted("only photos and videos can be linked") }
+        if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted: restore it first") }
+        if Names.isScratch(name) { throw FSError.notPermitted("a photo cannot be linked under a hidden or junk name (\(name))") }
+        let folder = try library.read { try self.folder(newParent, in: $0) }
+        let effect = try Rules.link(into: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        if case .joinAlbum = effect, (try lookupEntry(in: folder, name: name)) != nil {
+            throw FSError(EEXIST, "\(name) exists", logged: false)
+        }
+        try library.write { tx in
+            switch effect {
+            case .joinAlbum(let album): try tx.addMembership(album: album, asset: asset.id, name: name)
+            case .nothing: break
+            case .markFavorite: try tx.setFavorite(asset.id, true)
+            case .hide: try tx.setHidden(asset.id, true)
+            }
+        }
+        let updated = try library.asset(id: asset.id) ?? asset
+        afterChange(asset: updated, views: asset, folders: [newParent], entries: [(newParent, name)])
+        return attributes(of: updated)
+    }
+}

@@ -1,0 +1,314 @@
+import AlbumCore
+import Glibc
+
+/// create, mknod, open, write, copy_file_range and setattr: how bytes get into a
+/// `Writer`. What they become is decided at the close (`Close.swift`).
+extension FileSystem {
+    // MARK: create and mknod
+
+    /// Creates a file: a plain file of its folder from the first moment (so that a
+    /// tool that creates, closes empty and reopens finds it), which becomes a photo at a
+    /// close if it holds one (`Writing/Arrival.swift`). Opens it when `open` (create(2)).
+    public func create(parent: UInt64, name bytes: [UInt8], mode: UInt32, flags: Int32,
+                       open: Bool = true) throws -> (Attributes, Opened?) {
+        try checkWritable()
+        let name = try validName(bytes)
+        let folder = try library.read { try self.folder(parent, in: $0) }
+        if (try lookupEntry(in: folder, name: name)) != nil {
+            throw FSError(EEXIST, "\(name) exists", logged: false)
+        }
+        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        let id = try newInodeNumber()
+        let bytesFile = try explained("cannot create \(name)") {
+            try library.files.open(.plainFile(id), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        }
+        do {
+            // Not durable yet: a crash before the first close discards the file anyway.
+            try library.write(.lazy) { tx in
+                try tx.createPlainFile(named: name, in: parent, mode: mode & 0o1777, id: id, unfinished: open)
+            }
+        } catch {
+            try? library.files.remove(.plainFile(id))
+            throw FSError.wrapping(error, "cannot create \(name)")
+        }
+        afterChange(folders: [parent], entries: [(parent, name)])
+        guard let file = try library.read({ try $0.plainFile(id: id) }) else { throw FSError.noEntry(name) }
+        let attributes = try self.attributes(of: file)
+        guard open else { return (attributes, nil) }
+        let writer = writers.writer(for: UInt64(id)) { Writer(ino: UInt64(id), target: .plain(id), bytes: .own(bytesFile)) }
+        writer.withLock { writer.unfinished = true }
+        writer.opened()
+        return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false))
+    }
+
+    /// mknod: regular files only (NFS servers create files this way), as create without
+    /// an open; anything else (devices, fifos, sockets) is EPERM.
+    public func mknod(parent: UInt64, name: [UInt8], mode: UInt32) throws -> Attributes {
+        guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else {
+            throw FSError.notPermitted("mknod of \(String(decoding: name, as: UTF8.self)): only regular files can be made here")
+        }
+        return try create(parent: parent, name: name, mode: mode, flags: O_WRONLY, open: false).0
+    }
+
+    // MARK: open
+
+    public func open(_ ino: UInt64, flags: Int32) throws -> Opened {
+        let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
+        switch try existing(ino) {
+        case .asset(let asset):
+            if writing { return try openForWriting(asset, ino: ino, truncate: flags & O_TRUNC != 0) }
+            // Reads see the bytes being written while a photo has new ones pending.
+            if let writer = writers.get(ino), writer.showsPendingBytes {
+                writer.opened()
+                return try opened(ino: ino, .writer(writer), keepCache: false)
+            }
+            let blob = try library.openBlob(of: asset)
+            return try opened(ino: ino, .readOnly(blob), keepCache: true, readOnly: true, passthroughCandidate: blob)
+        case .plain(let file):
+            if writing {
+                try checkWritable()
+                let writer = try plainWriter(file, ino: ino)
+                writer.opened()
+                if flags & O_TRUNC != 0 { try truncate(writer, to: 0) }
+                return try opened(ino: ino, .writer(writer), keepCache: false)
+            }
+            if let writer = writers.get(ino) {
+                writer.opened()
+                return try opened(ino: ino, .writer(writer), keepCache: false)
+            }
+            let bytes = try explained("plain file \(file.name) cannot be opened") {
+                try library.files.open(file.bytes, flags: O_RDONLY)
+            }
+            return try opened(ino: ino, .readOnly(bytes), keepCache: false, readOnly: true)
+        case .thumbnail(let asset):
+            if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
+            guard let thumbnail = try thumbnailWaitingIfNeeded(of: asset) else { throw FSError.noEntry("thumbnail of \(asset.name)") }
+            let fd = try explained("thumbnail of \(asset.name) cannot be opened") {
+                try library.files.open(thumbnail.path, flags: O_RDONLY)
+            }
+            return try opened(ino: ino, .readOnly(fd), keepCache: true, readOnly: true, passthroughCandidate: fd)
+        default:
+            throw FSError(EISDIR, "is a folder", logged: false)
+        }
+    }
+
+    /// Opens a photo for writing: its next version, written to a private copy made at the
+    /// first write (or at once with O_TRUNC), committed at a close.
+    func openForWriting(_ asset: Asset, ino: UInt64, truncate: Bool) throws -> Opened {
+        try checkWritable()
+        try Rules.writeInto(asset)
+        try refuseChangeWhileReadInPassthrough(ino, asset.name)
+        let writer = writers.writer(for: ino) { Writer(ino: ino, target: .asset(asset.id), bytes: .current) }
+        writer.opened()
+        if truncate {
+            do { try self.truncate(writer, to: 0) } catch { _ = writer.released(); throw error }
+        }
+        return try opened(ino: ino, .writer(writer), keepCache: false)
+    }
+
+    /// The writer of a plain file: its own bytes, written in place (a file that shares a
+    /// blob gets its own copy first).
+    func plainWriter(_ file: PlainFile, ino: UInt64) throws -> Writer {
+        try writers.writer(for: ino) {
+            let bytes = try ownBytes(of: file)
+            return Writer(ino: ino, target: .plain(file.id), bytes: .own(bytes))
+        }
+    }
+
+    /// A plain file's own bytes file, open for reading and writing. A file that shares a
+    /// blob (a save's backup of a previous version) gets a copy of its own first.
+    func ownBytes(of file: PlainFile) throws -> FileDescriptor {
+        guard let sha256 = file.blobSHA256 else {
+            return try explained("plain file \(file.name) cannot be opened") {
+                try library.files.open(.plainFile(file.id), flags: O_RDWR)
+            }
+        }
+        let source = try library.openBlob(sha256, owner: "plain file \(file.id) (\(file.name))")
+        let copy = try explained("cannot copy \(file.name)") {
+            try library.files.open(.plainFile(file.id), flags: O_RDWR | O_CREAT | O_TRUNC, mode: 0o600)
+        }
+        do {
+            try SystemCalls.copyAll(from: source, to: copy, length: try source.size())
+            try copy.setModificationTime(nanoseconds: file.explicitMtimeNs ?? file.changedNs)
+            try library.write { try $0.plainFileOwnsItsBytes(file.id) }
+        } catch {
+            try? library.files.remove(.plainFile(file.id))
+            throw FSError.wrapping(error, "cannot copy \(file.name)")
+        }
+        return copy
+    }
+
+    /// The private copy a photo's next version is written into.
+    func copyOfCurrent(_ writer: Writer) throws -> (FileDescriptor, LibraryPath) {
+        guard case .asset(let id) = writer.target, let asset = try library.asset(id: id) else {
+            throw FSError(EIO, "inode \(writer.ino) has no bytes to copy")
+        }
+        let source = try library.openBlob(of: asset)
+        let (copy, path) = try Staging(files: library.files).makeFile(prefix: "version")
+        do {
+            try SystemCalls.copyAll(from: source, to: copy, length: asset.size)
+        } catch {
+            try? library.files.remove(path)
+            throw FSError.wrapping(error, "cannot copy \(asset.name) to write it")
+        }
+        return (copy, path)
+    }
+
+    /// The bytes of a whole photo copied into a plain file (a clone being written to).
+    func copyClone(_ clone: Asset, into target: FileDescriptor) throws {
+        let source = try library.openBlob(of: clone)
+        try explained("cannot copy \(clone.name)") { try SystemCalls.copyAll(from: source, to: target, length: clone.size) }
+    }
+
+    /// The descriptor a writer's bytes are written through, made writable first.
+    func writableBytes(_ writer: Writer) throws -> FileDescriptor {
+        try writer.writable(copyCurrent: { try copyOfCurrent(writer) }, copyClone: { try copyClone($0, into: $1) })
+    }
+
+    func truncate(_ writer: Writer, to size: Int64) throws {
+        try writer.io {
+            let fd = try writableBytes(writer)
+            try explained("cannot truncate inode \(writer.ino)") { try fd.truncate(to: size) }
+            writer.changed(truncatedTo: size)
+        }
+    }
+
+    // MARK: write
+
+    public func write(handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64) throws -> Int {
+        guard let file = handles.get(handle) else { throw FSError(EBADF, "write to an unknown handle \(handle)") }
+        guard case .writer(let writer) = file.state else { throw FSError(EBADF, "write to a file opened read-only") }
+        return try writer.io {
+            let fd = try writableBytes(writer)
+            let n: Int
+            do {
+                n = try fd.write(bytes, at: offset)
+            } catch {
+                // Out of space (or an I/O error): these bytes are never imported, and every
+                // close of the file says why.
+                writer.failed(error)
+                throw FSError.wrapping(error, "cannot write inode \(writer.ino)")
+            }
+            writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: fd)
+            return n
+        }
+    }
+
+    /// copy_file_range inside the mount: a whole photo into an empty new file is not
+    /// copied: the close places the photo where the file was made. Anything else copies.
+    public func copyFileRange(from inHandle: UInt64, offset inOffset: Int64, to outHandle: UInt64,
+                              offset outOffset: Int64, length: Int) throws -> Int {
+        guard let source = handles.get(inHandle), let target = handles.get(outHandle) else {
+            throw FSError(EBADF, "copy_file_range with an unknown handle")
+        }
+        guard case .writer(let writer) = target.state else { throw FSError(EBADF, "copy into a file opened read-only") }
+        if inOffset == 0, outOffset == 0, case .asset(let asset)? = try item(source.ino),
+           case .readOnly = source.state, Int64(length) >= asset.size,
+           writer.io({ writer.clone(asset) }) {
+            return Int(asset.size)
+        }
+        // A plain copy between the two descriptors; the source's descriptor is pinned
+        // first (it may be this same writer's).
+        let input = try read(handle: inHandle, size: length, offset: inOffset).file
+        return try writer.io {
+            let fd = try writableBytes(writer)
+            var i = inOffset, o = outOffset
+            let n = try explained("copy_file_range failed") {
+                try SystemCalls.copyRange(from: input, at: &i, to: fd, at: &o, length: length)
+            }
+            writer.changed()
+            return n
+        }
+    }
+
+    // MARK: setattr
+
+    public struct AttributeChanges: Sendable {
+        public var size: Int64?
+        public var mode: UInt32?
+        public var mtimeNs: Int64?
+        public var handle: UInt64?
+        public init(size: Int64? = nil, mode: UInt32? = nil, mtimeNs: Int64? = nil, handle: UInt64? = nil) {
+            self.size = size
+            self.mode = mode
+            self.mtimeNs = mtimeNs
+            self.handle = handle
+        }
+    }
+
+    /// chmod, chown, truncate, utimensat. The owner is the mount's (uid=, gid=): a chown
+    /// succeeds and changes nothing, so that `cp -p` and `rsync -a` work. A mode is kept
+    /// (under the mount's umask, set-id bits never); a size change of a photo is a new
+    /// version (to nothing: emptied, see `Writer`); an mtime is kept.
+    public func setattr(_ ino: UInt64, _ changes: AttributeChanges) throws -> Attributes {
+        if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil { try checkWritable() }
+        let item = try existing(ino)
+        switch item {
+        case .asset(let asset):
+            if let size = changes.size {
+                try Rules.writeInto(asset)
+                try refuseChangeWhileReadInPassthrough(ino, asset.name)
+                let writer = writers.writer(for: ino) { Writer(ino: ino, target: .asset(asset.id), bytes: .current) }
+                writer.opened()
+                defer { release(writer) }
+                try truncate(writer, to: size)
+                if changes.handle == nil { try close(writer) }  // truncate(2) by path: a version now
+            }
+            if let mtime = changes.mtimeNs {
+                try Rules.writeInto(asset)
+                if let writer = writers.get(ino), writer.showsPendingBytes || changes.handle != nil {
+                    writer.withLock { writer.explicitMtimeNs = mtime }
+                } else {
+                    try library.write { try $0.setMtime(asset.id, nanoseconds: mtime) }
+                    if let updated = try library.asset(id: asset.id) {
+                        afterChange(asset: updated, views: updated.takenAt != asset.takenAt ? asset : nil)
+                    }
+                }
+            }
+            if let mode = changes.mode, mode & 0o1777 != (asset.mode ?? 0o644) {
+                try library.write { try $0.setMode(asset.id, mode & 0o1777) }
+                afterChange(asset: try library.asset(id: asset.id))
+            }
+        case .plain(let file):
+            if let size = changes.size {
+                // In place: open handles' next close sees it, as any change of their bytes.
+                if let writer = writers.get(ino) {
+                    try truncate(writer, to: size)
+                } else {
+                    let bytes = try ownBytes(of: file)
+                    try explained("cannot truncate \(file.name)") { try bytes.truncate(to: size) }
+                }
+            }
+            if let mtime = changes.mtimeNs {
+                if file.blobSHA256 == nil {
+                    let bytes = try library.files.open(.plainFile(file.id), flags: O_RDONLY)
+                    try explained("cannot set the mtime of \(file.name)") { try bytes.setModificationTime(nanoseconds: mtime) }
+                }
+                try library.write { try $0.setPlainFileMtime(file.id, nanoseconds: mtime) }
+                if let writer = writers.get(ino) { writer.withLock { writer.explicitMtimeNs = mtime } }
+            }
+            if let mode = changes.mode { try library.write { try $0.setPlainFileMode(file.id, mode: mode) } }
+        case .album(let album):
+            if changes.size != nil { throw FSError(EISDIR, "is a folder", logged: false) }
+            try library.write { tx in
+                if let mtime = changes.mtimeNs { try tx.setAlbumTimes(id: album.id, mtimeNs: mtime) }
+                if let mode = changes.mode { try tx.setAlbumMode(id: album.id, mode: mode) }
+            }
+        case .thumbnail:
+            if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil {
+                throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed")
+            }
+        default:
+            if changes.size != nil { throw FSError(EISDIR, "is a folder", logged: false) }
+        }
+        return try getattr(ino)
+    }
+
+    /// A writer held for one call (truncate by path) let go again.
+    private func release(_ writer: Writer) {
+        guard writer.released() <= 0 else { return }
+        let (keep, discard) = writer.io { writer.dropUncommitted() }
+        if let discard { try? library.files.remove(discard) }
+        if !keep && !writer.isDirty { writers.remove(writer) }
+    }
+}

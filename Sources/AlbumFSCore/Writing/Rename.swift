@@ -1,0 +1,247 @@
+import AlbumCore
+import Glibc
+
+/// mv: what moving or renaming means depends on what moves and where it leaves and
+/// lands (`Rules`), and on the minute of a save (`SaveWindow`). Every refusal comes
+/// before anything changes, and each rename is one transaction: a refused or failed
+/// rename changes nothing, and no byte of the file it moves is lost.
+extension FileSystem {
+    public static let renameNoReplace: UInt32 = 1
+    public static let renameExchange: UInt32 = 2
+
+    public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws {
+        try checkWritable()
+        if flags & Self.renameExchange != 0 { throw FSError(EINVAL, "rename with RENAME_EXCHANGE is not supported") }
+        let name = try validName(nameBytes)
+        let newName = try validName(newBytes)
+        let (from, to) = try library.read { r in (try folder(parent, in: r), try folder(newParent, in: r)) }
+        guard let source = try lookupEntry(in: from, name: name) else { throw FSError.noEntry(name) }
+        var target = try lookupEntry(in: to, name: newName)
+        if let t = target, t.ino == source.ino {
+            // The same file: a rename of its case or normalization, or (POSIX) two names of
+            // one file, which changes nothing.
+            if parent != newParent || Names.key(name) != Names.key(newName) { return }
+            target = nil
+        }
+        if target != nil && flags & Self.renameNoReplace != 0 { throw FSError(EEXIST, "\(newName) exists", logged: false) }
+        switch source {
+        case .album(let album):
+            try moveAlbum(album, to: to, newName: newName, replacing: target)
+        case .plain(let file):
+            try movePlain(file, from: from, to: to, newName: newName, replacing: target)
+        case .asset(let asset):
+            try moveAsset(asset, from: from, name: name, to: to, newName: newName, replacing: target)
+        default:
+            throw FSError.notPermitted("cannot move \(name): it is a fixed folder of the library")
+        }
+    }
+
+    // MARK: albums
+
+    private func moveAlbum(_ album: Album, to: Item, newName: String, replacing target: Item?) throws {
+        let newParentAlbum = try Rules.moveAlbum(into: Rules.Folder(to), name: album.name, folderName: to.displayName)
+        if Names.key(newName) == Names.key(Self.thumbnailsFolderName) {
+            throw FSError.notPermitted("\(newName) is the name of the thumbnails folder")
+        }
+        switch target {
+        case nil, .album?: break  // an empty album is replaced (rename(2)); a full one is ENOTEMPTY
+        default: throw FSError(ENOTDIR, "\(newName) is not a folder", logged: false)
+        }
+        let oldParent = FixedInode.folder(ofAlbum: album.parentID)
+        try library.write { try $0.moveAlbum(id: album.id, to: newParentAlbum, name: newName) }
+        afterChange(folders: [oldParent, to.ino, UInt64(album.id)], entries: [(oldParent, album.name), (to.ino, newName)])
+    }
+
+    // MARK: plain files
+
+    /// A plain file moves with its bytes. Renamed to a visible name where photos are
+    /// imported, with photo content, it becomes a photo (rsync's `.NAME.XXXXXX`, an
+    /// editor's temporary file); over a photo, the photo's next version (not a photo:
+    /// EINVAL, and nothing changes).
+    private func movePlain(_ file: PlainFile, from: Item, to: Item, newName: String, replacing target: Item?) throws {
+        try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
+        var replacedPlain: PlainFile?
+        var over: Asset?
+        switch target {
+        case nil: break
+        case .plain(let other)?: replacedPlain = other
+        case .asset(let photo)?:
+            try Rules.writeInto(photo)
+            try refuseChangeWhileReadInPassthrough(UInt64(photo.id), photo.name)
+            over = photo
+        case .thumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
+        default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
+        }
+        let entries = [(from.ino, file.name), (to.ino, newName)]
+        func plainMove() throws {
+            let replaced = try library.write { try $0.movePlainFile(file.id, to: to.ino, name: newName) }
+            if let replaced { try? removePlainBytes(replaced) }
+            afterChange(folders: [from.ino, to.ino], entries: entries)
+        }
+        // Most renames of plain files can never make a photo: no need to read the file.
+        if over == nil, case .stayPlain = try destiny(of: "", name: newName, folder: to, over: nil),
+           saves.vacatedBy(folder: to.ino, name: newName) == nil {
+            return try plainMove()
+        }
+        // The bytes as they are now; a writer still open keeps writing a version later.
+        let writer = writers.get(UInt64(file.id))
+        try withIO(writer) {
+            let bytes = try library.files.open(file.bytes, flags: O_RDONLY)
+            let hashed = try explained("cannot read \(file.name)") { try HashedFile.hashing(file.bytes, descriptor: bytes) }
+            let metadata: MediaMetadata
+            switch library.classify(hashed, name: newName, reader: decoder) {
+            case .notMedia(let why):
+                if let over { throw FSError(EINVAL, "refused to put \(file.name) over \(over.name): \(why); both are unchanged") }
+                return try plainMove()
+            case .media(let m):
+                metadata = m
+            }
+            let fate = try destiny(of: hashed.sha256, name: newName, folder: to, over: over)
+            if case .stayPlain = fate { return try plainMove() }
+            let photo = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs,
+                                   file: file.blobSHA256 == nil ? hashed : nil)
+            let mode = file.mode & 0o1777 == 0o644 || file.mode & 0o1777 == 0o600 ? nil : file.mode & 0o1777
+            let landed = try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
+                                  explicitMtimeNs: file.explicitMtimeNs, mode: mode) { tx in
+                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                try tx.deletePlainFile(file.id, becomingPhoto: true)
+            }
+            if file.blobSHA256 == nil { try? library.files.remove(.plainFile(file.id)) }
+            if let replacedPlain { try? removePlainBytes(replacedPlain) }
+            writer?.becamePhoto(landed.asset.id)
+            afterLanding(landed, folder: to, entries: entries)
+        }
+    }
+
+    // MARK: photos
+
+    /// A photo's entry moves: it leaves `from` and lands in `to` as `Rules` says (out of
+    /// one album into another, unmarked, restored, renamed). Over another photo, that
+    /// photo gets these bytes as its next version, and this entry goes (a temporary photo
+    /// made by a close moments ago leaves no trace). To a hidden or junk name, the entry
+    /// becomes a plain file with these bytes, and the photo leaves as `rm` would take it.
+    private func moveAsset(_ asset: Asset, from: Item, name: String, to: Item, newName: String, replacing target: Item?) throws {
+        let fromKind = Rules.Folder(from), toKind = Rules.Folder(to)
+        if asset.isTrashed && fromKind != .recentlyDeleted {
+            throw FSError.notPermitted("\(name) is in Recently Deleted")
+        }
+        var replacedPlain: PlainFile?
+        var over: Asset?
+        switch target {
+        case nil: break
+        case .plain(let other)?: replacedPlain = other
+        case .asset(let photo)?:
+            try Rules.writeInto(photo)
+            try refuseChangeWhileReadInPassthrough(UInt64(photo.id), photo.name)
+            over = photo
+        case .thumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
+        default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
+        }
+        let entries = [(from.ino, name), (to.ino, newName)]
+
+        if Names.isScratch(newName) {
+            return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
+        }
+
+        // Over another photo, or onto the name a photo left moments ago: a save.
+        let vacated = over == nil && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
+        let claimed = try vacated.flatMap { v in try library.asset(id: v.asset) }.flatMap { $0.id != asset.id && !$0.isTrashed ? $0 : nil }
+        if let photo = over ?? claimed {
+            let removal = try Rules.remove(from: fromKind, name: name, folderName: from.displayName)
+            let fresh = saves.fresh(asset.id, in: from.ino)
+            let memberships = try library.read { try $0.memberships(ofAsset: asset.id) }
+            let vanishes = fresh != nil && memberships.allSatisfy { FixedInode.folder(ofAlbum: $0.albumID) == from.ino }
+            let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: asset.metadata,
+                                   writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
+            let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: over == nil ? vacated : nil),
+                                  fileID: asset.id, explicitMtimeNs: nil, mode: nil) { tx in
+                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                if vanishes {
+                    try tx.vanish(asset.id, into: photo.id)
+                } else {
+                    try remove(asset, as: name, by: removal, tx)
+                }
+            }
+            if let replacedPlain { try? removePlainBytes(replacedPlain) }
+            if vanishes {
+                saves.forget(asset.id)
+            } else {
+                Log.info("saved \(asset.name) over \(photo.name): it is \(photo.name)'s new version; \(name) left \(from.displayName)")
+            }
+            afterLanding(landed, folder: to, entries: entries + [(from.ino, asset.name)])
+            return
+        }
+
+        // An ordinary move.
+        let departure = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
+        let arrival = try Rules.moveIn(to: toKind, from: fromKind, name: newName, folderName: to.displayName)
+        let sameFolder = from.ino == to.ino
+        try library.write { tx in
+            if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+            var moved = false
+            switch departure {
+            case .leaveAlbum(let album):
+                if case .joinAlbum(let destination) = arrival {
+                    try tx.moveMembership(from: album, name: name, to: destination, name: newName)
+                    moved = true
+                } else {
+                    try tx.removeMembership(album: album, name: name)
+                }
+            case .unmarkFavorite where arrival != .markFavorite: try tx.setFavorite(asset.id, false)
+            case .unhide where arrival != .hide: try tx.setHidden(asset.id, false)
+            case .restore: try tx.restore(asset.id)
+            default: break
+            }
+            switch arrival {
+            case .joinAlbum(let album) where !moved:
+                try tx.addMembership(album: album, asset: asset.id, name: newName)
+            case .rename:
+                if newName != asset.name { try tx.renameAsset(asset.id, to: newName) }
+            case .markFavorite:
+                if !asset.favorite { try tx.setFavorite(asset.id, true) }
+                if sameFolder && newName != asset.name { try tx.renameAsset(asset.id, to: newName) }
+            case .hide:
+                if !asset.hidden { try tx.setHidden(asset.id, true) }
+                if sameFolder && newName != asset.name { try tx.renameAsset(asset.id, to: newName) }
+            default: break
+            }
+        }
+        if let replacedPlain { try? removePlainBytes(replacedPlain) }
+        if sameFolder && Rules.keepsSaves(fromKind) && Names.key(name) != Names.key(newName) {
+            saves.vacated(folder: from.ino, name: name, by: asset.id, renamedTo: newName)
+        }
+        afterChange(asset: try library.asset(id: asset.id), views: asset, folders: [from.ino, to.ino], entries: entries)
+    }
+
+    /// A photo's entry renamed to a hidden or junk name (`.P.jpg.bak`) becomes a plain
+    /// file with its bytes there, and the photo leaves `from` as `rm` would take it.
+    private func hidePhotoEntry(_ asset: Asset, from: Item, name: String, to: Item, newName: String,
+                                replacing replacedPlain: PlainFile?) throws {
+        try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
+        let removal = try Rules.remove(from: Rules.Folder(from), name: name, folderName: from.displayName)
+        try library.write { tx in
+            if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+            try remove(asset, as: name, by: removal, tx)
+            try tx.createPlainFile(named: newName, in: to.ino, mode: asset.mode ?? 0o644, blob: asset.sha256,
+                                   mtimeNs: asset.mtimeNanoseconds)
+        }
+        if let replacedPlain { try? removePlainBytes(replacedPlain) }
+        if from.ino == to.ino && Rules.keepsSaves(Rules.Folder(from)) {
+            saves.vacated(folder: from.ino, name: name, by: asset.id, renamedTo: newName)
+        }
+        afterChange(asset: try library.asset(id: asset.id), views: asset, folders: [from.ino, to.ino],
+                    entries: [(from.ino, name), (to.ino, newName)])
+    }
+
+    /// A plain file's own bytes, once its row is gone.
+    func removePlainBytes(_ file: PlainFile) throws {
+        if file.blobSHA256 == nil { try library.files.remove(.plainFile(file.id)) }
+        writers.get(UInt64(file.id))?.removed()
+    }
+}
+
+/// Runs `body` inside the writer's `io` when there is a writer.
+func withIO<R>(_ writer: Writer?, _ body: () throws -> R) rethrows -> R {
+    guard let writer else { return try body() }
+    return try writer.io(body)
+}

@@ -1,0 +1,111 @@
+import AlbumCore
+
+/// The minute of a save (PRODUCT.md section 3, "Saving in place keeps the photo"):
+/// what the mount remembers for sixty seconds so that a tool's save sequence keeps the
+/// photo it saves.
+///
+/// - Vacated names. A photo renamed away in its folder (`P.jpg` to `P.jpg~`,
+///   `P.jpg_original`) leaves its name; photo bytes closed under that name, or renamed
+///   to it, within the minute are the photo's next version, and the renamed-away name
+///   becomes a plain file with the previous bytes (Windows' file-system tunneling keeps
+///   a file's identity the same way, for 15 seconds).
+/// - Fresh photos. A file that became a photo by its own close moments ago, in this one
+///   folder (a save's temporary file: `mkstemp`, `P.jpg_exiftool_tmp`): renamed over a
+///   photo (or onto a vacated name) it leaves no trace.
+///
+/// Each entry has its own minute, keyed by folder and name: a busy folder does not cut
+/// another save's minute short. The table holds at most `capacity` entries (the oldest
+/// go first); it lives in memory, so a daemon restart inside the minute ends it (the log
+/// names the temporary file that then stays a photo of its own).
+final class SaveWindow: Sendable {
+    static let seconds: Int64 = 60
+    static let capacity = 10_000
+
+    struct Slot: Hashable {
+        let folder: UInt64
+        let key: String
+
+        init(folder: UInt64, name: String) {
+            self.folder = folder
+            key = Names.key(name)
+        }
+    }
+
+    struct Vacated: Sendable {
+        let asset: Int64
+        /// The name it left.
+        let name: String
+        /// The name it has now.
+        let renamedTo: String
+        let atNs: Int64
+    }
+
+    struct Fresh: Sendable {
+        let folder: UInt64
+        let atNs: Int64
+        /// When its bytes were last written (its mtime as a file, before it was a photo).
+        let writtenNs: Int64
+    }
+
+    private struct State {
+        var vacated: [Slot: Vacated] = [:]
+        var fresh: [Int64: Fresh] = [:]
+    }
+
+    private let state = Locked(State())
+
+    private static func live(_ atNs: Int64, _ now: Int64) -> Bool { now - atNs < seconds * nanosecondsPerSecond }
+
+    /// A photo in `folder` was renamed from `name` to `renamedTo`.
+    func vacated(folder: UInt64, name: String, by asset: Int64, renamedTo: String, now: Int64 = nowNanoseconds()) {
+        state.withLock { s in
+            s.vacated[Slot(folder: folder, name: name)] = Vacated(asset: asset, name: name, renamedTo: renamedTo, atNs: now)
+            if s.vacated.count > Self.capacity, let oldest = s.vacated.min(by: { $0.value.atNs < $1.value.atNs }) {
+                s.vacated.removeValue(forKey: oldest.key)
+            }
+        }
+    }
+
+    /// The photo that left `name` in `folder` within the minute, if any.
+    func vacatedBy(folder: UInt64, name: String, now: Int64 = nowNanoseconds()) -> Vacated? {
+        state.withLock { s in
+            guard let entry = s.vacated[Slot(folder: folder, name: name)], Self.live(entry.atNs, now) else { return nil }
+            return entry
+        }
+    }
+
+    /// The name was claimed (or taken by something else): its minute is over.
+    func settle(folder: UInt64, name: String) {
+        state.withLock { _ = $0.vacated.removeValue(forKey: Slot(folder: folder, name: name)) }
+    }
+
+    /// `asset` became a photo by a close in `folder` just now.
+    func madeByClose(_ asset: Int64, in folder: UInt64, writtenNs: Int64, now: Int64 = nowNanoseconds()) {
+        state.withLock { s in
+            s.fresh[asset] = Fresh(folder: folder, atNs: now, writtenNs: writtenNs)
+            if s.fresh.count > Self.capacity, let oldest = s.fresh.min(by: { $0.value.atNs < $1.value.atNs }) {
+                s.fresh.removeValue(forKey: oldest.key)
+            }
+        }
+    }
+
+    /// How `asset` became a photo by a close in `folder` within the minute, if it did.
+    func fresh(_ asset: Int64, in folder: UInt64, now: Int64 = nowNanoseconds()) -> Fresh? {
+        state.withLock { s in
+            guard let entry = s.fresh[asset], entry.folder == folder, Self.live(entry.atNs, now) else { return nil }
+            return entry
+        }
+    }
+
+    func forget(_ asset: Int64) {
+        state.withLock { _ = $0.fresh.removeValue(forKey: asset) }
+    }
+
+    /// Drops what is older than a minute.
+    func expire(now: Int64) {
+        state.withLock { s in
+            s.vacated = s.vacated.filter { Self.live($0.value.atNs, now) }
+            s.fresh = s.fresh.filter { Self.live($0.value.atNs, now) }
+        }
+    }
+}

@@ -1,0 +1,393 @@
+import AlbumCore
+import Foundation
+
+/// A file being written through the mount: the bytes of one inode while handles write
+/// them, and what they become at a close. Every handle open on the inode shares it.
+///
+/// ```
+///                 write                      close (flush)
+///   clean ───────────────────► dirty ─────────────────────► committing
+///     ▲                          ▲  │ truncate to 0, close        │
+///     │                          │  ▼ (a photo being replaced)     │ photo bytes:
+///     │                  write   emptied ──(a minute)──► clean     │   imported, or a new version
+///     │                          │                                 │ not a photo (a plain file's):
+///     └──────────────────────────┴─────────────────────────────────┤   stays a plain file
+///                                                                  │ not a photo (a photo's):
+///   refused ◄──────────────────────────────────────────────────────┘   refused, EINVAL
+///   failed  ◄── a write failed (ENOSPC, EIO): never imported, every close says so
+///   removed ◄── unlinked while open: never imported
+/// ```
+///
+/// Who the bytes are for (`Target`): a plain file, written in place in its own bytes
+/// file, which becomes a photo at a close when it holds photo content under a visible
+/// name (`Writing/Arrival.swift` decides); or an existing photo, whose new version is
+/// written to a private copy in staging/ and committed at a close, keeping the photo.
+///
+/// Locking: two locks. `io` serializes what touches the bytes: writes, truncation,
+/// copies into them, and a close's commit (hashing, the blob's fsync, the transaction),
+/// so that no write slips in between hashing and import. `state` guards the fields and
+/// is held only to read or change them, never across a system call that can block: stat,
+/// lookups and listings take only `state`, so they never wait for a write or a commit.
+final class Writer: @unchecked Sendable {
+    enum Target: Equatable {
+        /// A plain file (its id), written in place.
+        case plain(Int64)
+        /// An existing photo (its id), getting a new version.
+        case asset(Int64)
+    }
+
+    /// Where the bytes being written are.
+    enum Bytes {
+        /// A plain file's own bytes file, written in place.
+        case own(FileDescriptor)
+        /// A new version's private copy in staging/.
+        case copy(FileDescriptor, LibraryPath)
+        /// Nothing written since the last commit: the photo's current bytes (its blob).
+        case current
+    }
+
+    enum Phase: Equatable {
+        case clean
+        case dirty
+        /// A photo's bytes truncated to nothing and closed so (ImageMagick truncates,
+        /// closes, reopens and writes): shown empty, neither an error nor a version; the
+        /// next photo content closed is the next version. Lapses after a minute.
+        case emptied(since: Int64)
+        case committing
+        /// A write failed: these bytes are never imported; every close reports it until
+        /// the last handle is released.
+        case failed(errno: Int32, reason: String)
+        /// The last close refused these bytes (not a photo, for a photo's new version):
+        /// every close reports it until the bytes change.
+        case refused(reason: String)
+        /// Unlinked while open: never imported.
+        case removed
+    }
+
+    let ino: UInt64
+    private(set) var target: Target
+    private(set) var bytes: Bytes
+    private(set) var phase: Phase = .clean
+    private(set) var openCount = 0
+    /// The digest, computed as the file is written front to back.
+    private(set) var stream: StreamingHash?
+    /// Where writeback was last started: data goes to disk while more arrives, so that the
+    /// fsync at the close has little left to wait for.
+    private var writebackFrom: Int64 = 0
+    private static let writebackStep: Int64 = 4 << 20
+    /// When bytes last changed, and whether an fsync (an NFS COMMIT) came since.
+    private(set) var lastWriteNs = nowNanoseconds()
+    private(set) var syncedSinceWrite = false
+    /// An mtime set through a handle while open (`cp -p`'s futimens before its close).
+    var explicitMtimeNs: Int64?
+    /// copy_file_range of a whole photo into an empty new plain file: no byte is copied;
+    /// the close places that photo where the file was made (as `cp` of its bytes would).
+    private(set) var cloneOf: Asset?
+
+    private let state = NSLock()
+    private let ioLock = NSLock()
+    /// A plain file created through the mount and not closed yet (its row says so until
+    /// its first close, so that a crash discards it).
+    var unfinished = false
+
+    init(ino: UInt64, target: Target, bytes: Bytes) {
+        self.ino = ino
+        self.target = target
+        self.bytes = bytes
+        if case .own(let fd) = bytes, (try? fd.size()) == 0 { stream = StreamingHash() }
+    }
+
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        state.lock()
+        defer { state.unlock() }
+        return try body()
+    }
+
+    /// Runs what touches the bytes, one at a time.
+    func io<R>(_ body: () throws -> R) rethrows -> R {
+        ioLock.lock()
+        defer { ioLock.unlock() }
+        return try body()
+    }
+
+    // MARK: handles
+
+    func opened() { withLock { openCount += 1 } }
+
+    /// A handle was released; returns how many remain.
+    func released() -> Int { withLock { openCount -= 1; return openCount } }
+
+    // MARK: writing (inside `io`)
+
+    /// The descriptor to write to, the bytes made writable first: a photo's bytes are
+    /// copied into staging (`copyCurrent` makes the copy), a clone gets its bytes. Never
+    /// a blob's file. Inside `io`.
+    func writable(copyCurrent: () throws -> (FileDescriptor, LibraryPath),
+                  copyClone: (Asset, FileDescriptor) throws -> Void) throws -> FileDescriptor {
+        let (current, clone, gone) = withLock { (bytes, cloneOf, phase == .removed) }
+        if gone { throw FSError(EBADF, "the file was removed", logged: false) }
+        if let clone, case .own(let fd) = current {
+            try copyClone(clone, fd)
+            withLock { cloneOf = nil; stream = nil }
+        }
+        switch current {
+        case .own(let fd), .copy(let fd, _):
+            return fd
+        case .current:
+            let (fd, path) = try copyCurrent()
+            withLock {
+                bytes = .copy(fd, path)
+                stream = nil  // the copied bytes were not streamed
+                writebackFrom = 0
+            }
+            return fd
+        }
+    }
+
+    /// Bytes were written at `offset` (inside `io`).
+    func wrote(_ written: UnsafeRawBufferPointer, at offset: Int64, to fd: FileDescriptor) {
+        let writebackRange: (Int64, Int64)? = withLock {
+            stream?.wrote(written, at: offset)
+            touched()
+            let end = offset + Int64(written.count)
+            guard end - writebackFrom >= Self.writebackStep else { return nil }
+            defer { writebackFrom = end }
+            return (writebackFrom, end - writebackFrom)
+        }
+        if let (start, length) = writebackRange { fd.startWriteback(offset: start, length: length) }
+    }
+
+    /// The bytes changed some other way (truncate, a copy into them). Inside `io`.
+    func changed(truncatedTo size: Int64? = nil) {
+        withLock {
+            if let size {
+                if size == 0 { stream = StreamingHash(); writebackFrom = 0 } else if size != stream?.length { stream = nil }
+            } else {
+                stream = nil
+            }
+            touched()
+        }
+    }
+
+    /// Bytes changed: the next close commits them. A refusal is lifted (they may be a
+    /// photo now); a failed write is not (those bytes are lost: never imported). Under
+    /// `state`.
+    private func touched() {
+        switch phase {
+        case .failed, .removed: break
+        default: phase = .dirty
+        }
+        lastWriteNs = nowNanoseconds()
+        syncedSinceWrite = false
+    }
+
+    /// A write failed: these bytes will not be imported.
+    func failed(_ error: any Error) {
+        withLock {
+            if case .removed = phase { return }
+            phase = .failed(errno: FSError.errno(of: error), reason: "\(error)")
+        }
+    }
+
+    /// A whole photo copied into this empty new file by copy_file_range (inside `io`).
+    func clone(_ asset: Asset) -> Bool {
+        guard case .own(let fd) = withLock({ bytes }), (try? fd.size()) == 0 else { return false }
+        return withLock {
+            guard cloneOf == nil, case .plain = target else { return false }
+            cloneOf = asset
+            touched()
+            return true
+        }
+    }
+
+    func synced() { withLock { syncedSinceWrite = true } }
+
+    func removed() { withLock { phase = .removed } }
+
+    // MARK: closing
+
+    /// What a close has to do, taken under the lock: nothing, report an earlier failure,
+    /// or commit these bytes (the writer is `committing` until `finish`).
+    enum CloseWork {
+        case nothing
+        case report(FSError)
+        case commit(Commit)
+    }
+
+    /// The bytes a commit imports, as they were when the close began.
+    struct Commit {
+        let target: Target
+        let bytes: Bytes
+        let stream: StreamingHash?
+        let explicitMtimeNs: Int64?
+        let cloneOf: Asset?
+    }
+
+    /// Inside `io`.
+    func beginClose() -> CloseWork {
+        withLock {
+            switch phase {
+            case .failed(let code, let reason):
+                return .report(FSError(code, reason, logged: false))
+            case .refused(let reason):
+                return .report(FSError(EINVAL, reason, logged: false))
+            case .dirty:
+                phase = .committing
+                return .commit(Commit(target: target, bytes: bytes, stream: stream, explicitMtimeNs: explicitMtimeNs,
+                                      cloneOf: cloneOf))
+            case .clean, .emptied, .removed, .committing:
+                return .nothing
+            }
+        }
+    }
+
+    /// How a commit ended.
+    enum Outcome {
+        /// The bytes are a photo now (imported, or a new version): `asset`, whose blob they
+        /// are. Writing again makes a copy first.
+        case committed(asset: Int64)
+        /// A plain file's bytes that are no photo (or may not become one there): it stays.
+        case keptPlain
+        /// A photo's new bytes that are empty: shown empty for a minute.
+        case emptied
+        /// A photo's new bytes that are no photo: refused, the photo unchanged.
+        case refused(String)
+        /// It could not be done now (disk full, I/O): the bytes stay, the next close tries
+        /// again.
+        case error
+    }
+
+    /// Inside `io`.
+    func finish(_ outcome: Outcome) {
+        withLock {
+            guard phase == .committing else { return }  // removed meanwhile
+            switch outcome {
+            case .committed(let asset):
+                target = .asset(asset)
+                bytes = .current
+                stream = nil
+                cloneOf = nil
+                explicitMtimeNs = nil
+                phase = .clean
+            case .keptPlain:
+                phase = .clean
+            case .emptied:
+                phase = .emptied(since: nowNanoseconds())
+            case .refused(let reason):
+                phase = .refused(reason: reason)
+            case .error:
+                phase = .dirty
+            }
+        }
+    }
+
+    /// Its plain file became a photo by a rename: writing again makes a new version.
+    /// Inside `io`.
+    func becamePhoto(_ asset: Int64) {
+        withLock { if phase != .removed { phase = .committing } }
+        finish(.committed(asset: asset))
+    }
+
+    /// The last handle is gone: what to do with what is left. A refused or failed
+    /// version's copy is dropped (the photo is unchanged); a plain file's bytes stay where
+    /// they are. Returns whether the writer is still needed (an emptied version), and the
+    /// copy to remove.
+    func dropUncommitted() -> (keep: Bool, discard: LibraryPath?) {
+        withLock {
+            if case .emptied = phase { return (true, nil) }
+            var discard: LibraryPath?
+            if case .copy(_, let path) = bytes {
+                discard = path
+                bytes = .current
+            }
+            if case .asset = target { phase = .clean }
+            return (false, discard)
+        }
+    }
+
+    /// An emptied version that nobody filled within the minute goes back to the photo's
+    /// bytes (nothing was lost: they were never replaced). Returns the copy to remove.
+    func expireEmptied(now: Int64, after seconds: Int64) -> LibraryPath?? {
+        withLock {
+            guard case .emptied(let since) = phase, now - since >= seconds * nanosecondsPerSecond, openCount == 0 else { return nil }
+            var discard: LibraryPath?
+            if case .copy(_, let path) = bytes { discard = path }
+            bytes = .current
+            phase = .clean
+            return .some(discard)
+        }
+    }
+
+    // MARK: what readers see
+
+    /// The descriptor reads come from, pinned by the caller for as long as it reads: the
+    /// bytes being written, or nil for the photo's own (its blob).
+    func readable() -> (FileDescriptor?, clone: Asset?) {
+        withLock {
+            if let cloneOf { return (nil, cloneOf) }
+            switch bytes {
+            case .own(let fd), .copy(let fd, _): return (fd, nil)
+            case .current: return (nil, nil)
+            }
+        }
+    }
+
+    /// Whether a photo shows these bytes instead of its current version now.
+    var showsPendingBytes: Bool {
+        withLock {
+            guard case .asset = target, case .copy = bytes else { return false }
+            switch phase {
+            case .dirty, .emptied, .committing: return true
+            default: return false
+            }
+        }
+    }
+
+    /// Size and mtime a photo shows while new bytes for it are pending.
+    func pendingAttributes() -> (size: Int64, mtimeNs: Int64)? {
+        guard showsPendingBytes else { return nil }
+        let fd: FileDescriptor? = withLock { if case .copy(let fd, _) = bytes { return fd }; return nil }
+        guard let fd, let st = try? fd.status() else { return nil }
+        return (Int64(st.st_size), withLock { explicitMtimeNs } ?? st.modificationNanoseconds)
+    }
+
+    /// Whether it is quiet and whole enough to import without a close (an NFS server
+    /// holds its descriptors): an fsync came `settle` seconds ago, or nothing for `stale`.
+    func isSettled(now: Int64, settle: Double, stale: Double) -> Bool {
+        withLock {
+            guard phase == .dirty, openCount > 0 else { return false }
+            let quiet = Double(now - lastWriteNs) / 1e9
+            return (syncedSinceWrite && quiet >= settle) || quiet >= stale
+        }
+    }
+
+    var isDirty: Bool { withLock { phase == .dirty } }
+
+    /// The size of the photo a clone stands for, while it does.
+    var cloneSize: Int64? { withLock { cloneOf?.size } }
+}
+
+/// The writers of the mount, by inode number.
+final class WriterTable: Sendable {
+    private let byIno = Locked<[UInt64: Writer]>([:])
+
+    func get(_ ino: UInt64) -> Writer? { byIno.withLock { $0[ino] } }
+
+    /// The writer of `ino`, made by `make` if there is none.
+    func writer(for ino: UInt64, make: () throws -> Writer) rethrows -> Writer {
+        try byIno.withLock { table in
+            if let existing = table[ino] { return existing }
+            let made = try make()
+            table[ino] = made
+            return made
+        }
+    }
+
+    func remove(_ writer: Writer) {
+        byIno.withLock { table in
+            if table[writer.ino] === writer { table.removeValue(forKey: writer.ino) }
+        }
+    }
+
+    var all: [Writer] { byIno.withLock { Array($0.values) } }
+}
