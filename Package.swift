@@ -31,10 +31,13 @@ let package = Package(
         .executableTarget(name: "albumfs-bench", dependencies: ["AlbumCore"]),
 
         // Shared by the test targets: samples, expected.json, temporary libraries, processes.
-        .target(name: "TestSupport", dependencies: ["AlbumCore"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AlbumCore", "AlbumFSCore"], path: "Tests/TestSupport"),
         .testTarget(name: "AlbumCoreTests", dependencies: ["AlbumCore", "TestSupport", "albumfs"]),
         .testTarget(name: "AlbumFSCoreTests", dependencies: ["AlbumFSCore", "AlbumCore", "TestSupport"]),
         .testTarget(name: "MountTests", dependencies: ["AlbumCore", "TestSupport", "albumfs"]),
+        // PRODUCT.md section 3 and the save sequences, one suite run twice: on the
+        // filesystem core in-process and on a real mount (TestSupport/Drivers.swift).
+        .testTarget(name: "BehaviourTests", dependencies: ["AlbumCore", "AlbumFSCore", "TestSupport", "albumfs"]),
     ],
     swiftLanguageModes: [.v6]
 )

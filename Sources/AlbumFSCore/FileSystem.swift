@@ -39,6 +39,10 @@ public final class FileSystem: Sendable {
     let thumbnailWaitLimit: Int
     /// Names already logged as kept plain (a visible file that is not a photo): once each.
     let loggedPlain = Locked(Set<Int64>())
+    /// Free space that writes never take (1% of the library's disk, between 1 and 64
+    /// MiB): when the disk fills, removing files still works, since the database has the
+    /// room its own writes need.
+    let spaceReserve: Int64
     private let schedule = Locked<DispatchSourceTimer?>(nil)
 
     /// `decoder`: where metadata and thumbnails are decoded (the mount gives worker
@@ -53,6 +57,17 @@ public final class FileSystem: Sendable {
         self.thumbnailWaitLimit = thumbnailWaitLimit
         let start = (try? library.files.status(.database))?.modificationNanoseconds ?? nowNanoseconds()
         changedNs = Locked(start)
+        let total = (try? SystemCalls.fileSystemStatus(library.root)).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0
+        spaceReserve = max(1 << 20, min(64 << 20, total / 100))
+    }
+
+    /// ENOSPC when writing `count` more bytes would eat into the reserve.
+    func checkSpace(for count: Int) throws {
+        guard let s = try? SystemCalls.fileSystemStatus(library.root) else { return }
+        let available = Int64(s.f_bavail) * Int64(s.f_frsize)
+        if available - Int64(count) < spaceReserve {
+            throw FSError(ENOSPC, "the library's disk is full (\(available / 1024) KiB left, \(spaceReserve / 1024) KiB kept for the library itself)")
+        }
     }
 
     /// A filesystem core ready for a mount: the library opened (with the lock the

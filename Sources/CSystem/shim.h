@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/openat2.h>
+#include <sys/xattr.h>
 
 extern long syscall(long number, ...);
 

@@ -41,28 +41,55 @@ final class PermissionTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("Permission denied"), result.stdout)
     }
 
-    func testDefaultPermissionsEnforceModesOwnersAndUmask() throws {
-        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "default_permissions"])
+    /// With allow_other the modes are always enforced (default_permissions whether asked
+    /// for or not), set-id bits never honoured, and by default only the owner and the group
+    /// get in (umask 027).
+    func testAllowOtherAlwaysEnforcesTheModes() throws {
+        // allow_other alone: nobody is not the owner nor in the group.
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other"])
         let m = mount.mountpoint
-        // Owned by root, 0755 and 0644: nobody reads, and cannot change anything.
+        XCTAssertTrue(try asNobody("ls \(q(m))/Albums 2>&1").stdout.contains("Permission denied"), "umask 027 by default")
+        XCTAssertEqual(try Processes.shell("stat -c %a \(q(m))/Albums/A/DSCN0010.jpg \(q(m))/Albums/A").stdout, "640\n750\n")
+        // Set-id bits are never kept.
+        XCTAssertTrue(try Processes.shell("chmod 4755 \(q(m))/Albums/A/DSCN0010.jpg").ok)
+        XCTAssertEqual(try Processes.shell("stat -c %a \(q(m))/Albums/A/DSCN0010.jpg").stdout, "750\n")
+        XCTAssertTrue(try Processes.shell("chmod 644 \(q(m))/Albums/A/DSCN0010.jpg").ok)
+        mount.unmount()
+
+        // umask=022 given: nobody reads, and changes nothing, though default_permissions
+        // was not asked for: not trash, not purge, not an album, not an attribute.
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "umask=022"])
         XCTAssertTrue(try asNobody("cat \(q(m))/Albums/A/DSCN0010.jpg > /dev/null").ok)
-        XCTAssertTrue(try asNobody("cp \(q(gps))/DSCN0012.jpg \(q(m))/Albums/A/ 2>&1").stdout.contains("Permission denied"))
-        XCTAssertTrue(try asNobody("rm -f \(q(m))/Albums/A/DSCN0010.jpg 2>&1").stdout.contains("Permission denied"))
-        XCTAssertTrue(try asNobody("mkdir \(q(m))/Albums/B 2>&1").stdout.contains("Permission denied"))
-        XCTAssertTrue(try asNobody("setfattr -n user.xdg.comment -v x \(q(m))/Albums/A/DSCN0010.jpg 2>&1").stdout.contains("Permission denied"))
+        for command in [
+            "cp \(q(gps))/DSCN0012.jpg \(q(m))/Albums/A/", "rm -f \(q(m))/Albums/A/DSCN0010.jpg",
+            "rm -f '\(m)/All Photos/DSCN0010.jpg'", "mkdir \(q(m))/Albums/B",
+            "setfattr -n user.xdg.comment -v x \(q(m))/Albums/A/DSCN0010.jpg",
+        ] {
+            XCTAssertTrue(try asNobody("\(command) 2>&1").stdout.contains("Permission denied"), command)
+        }
+        XCTAssertTrue(try Processes.shell("rm '\(m)/All Photos/DSCN0010.jpg'").ok, "the owner may")
+        XCTAssertTrue(try asNobody("rm -f '\(m)/Smart Albums/Recently Deleted/DSCN0010.jpg' 2>&1").stdout.contains("Permission denied"),
+                      "nobody cannot purge")
+        XCTAssertTrue(try Processes.shell("mv '\(m)/Smart Albums/Recently Deleted/DSCN0010.jpg' '\(m)/All Photos/'").ok)
         mount.unmount()
 
         // Owned by nobody (uid=, gid=): nobody may change things.
-        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "default_permissions", "uid=65534", "gid=65534"])
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "uid=65534", "gid=65534"])
         let copy = try asNobody("cp \(q(gps))/DSCN0012.jpg \(q(m))/Albums/A/ && mkdir \(q(m))/Albums/B && echo ok")
         XCTAssertEqual(copy.stdout, "ok\n", copy.stderr)
         XCTAssertEqual(try Processes.shell("stat -c '%u %g' \(q(m))/Albums/A/DSCN0012.jpg").stdout, "65534 65534\n")
         mount.unmount()
 
-        // umask=077: others see nothing.
+        // umask=077: others see nothing; the owner does.
         mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "default_permissions", "umask=077"])
         XCTAssertTrue(try asNobody("ls \(q(m))/Albums 2>&1").stdout.contains("Permission denied"))
         XCTAssertTrue(try Processes.shell("ls \(q(m))/Albums").ok, "the owner still does")
+        mount.unmount()
+
+        // suid and dev are refused at the mount.
+        let refused = try Processes.albumfs("mount", lib, m, "-o", "allow_other,suid")
+        XCTAssertEqual(refused.status, 64)
+        XCTAssertTrue(refused.stderr.contains("never honours set-id bits"), refused.stderr)
     }
 
     func testReadOnlyRefusesEveryChange() throws {

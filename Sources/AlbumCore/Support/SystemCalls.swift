@@ -62,6 +62,19 @@ public enum SystemCalls {
         return names
     }
 
+    /// Sets an extended attribute of a path (not used by the filesystem core itself; the
+    /// tests drive a mount with it).
+    public static func setAttribute(_ path: String, _ name: String, _ value: [UInt8]) throws {
+        try retrying("setxattr", path) { CSystem.setxattr(path, name, value, value.count, 0) }
+    }
+
+    /// An extended attribute of a path.
+    public static func attribute(_ path: String, _ name: String) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = try retrying("getxattr", path) { CSystem.getxattr(path, name, &buffer, buffer.count) }
+        return Array(buffer.prefix(n))
+    }
+
     // MARK: copying
 
     /// Copies `length` bytes between descriptors inside the kernel (a reflink or a

@@ -110,7 +110,7 @@ extension FileSystem {
                     preconditionFailure("a plain file does not land")
                 case .version(let photo, let vacated):
                     let before = try tx.asset(id: photo.id) ?? photo
-                    let backup = try saveVersion(tx, of: before, bytes: bytes, mtimeNs: explicitMtimeNs ?? bytes.writtenNs,
+                    let backup = try saveVersion(tx, of: before, bytes: bytes, explicitMtimeNs: explicitMtimeNs,
                                                  vacated: vacated, folder: folder, name: name)
                     if fileID != photo.id { try tx.addAlias(ino: fileID, asset: photo.id) }
                     return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
@@ -149,9 +149,14 @@ extension FileSystem {
     /// under the name it left): the photo takes its name back, and the renamed-away name
     /// becomes a plain file holding the previous version's bytes (the tool's backup:
     /// visible, deletable, sharing the old blob). Returns that backup.
-    func saveVersion(_ tx: Transaction, of photo: Asset, bytes: PhotoBytes, mtimeNs: Int64,
+    func saveVersion(_ tx: Transaction, of photo: Asset, bytes: PhotoBytes, explicitMtimeNs: Int64?,
                      vacated: SaveWindow.Vacated?, folder: Item, name: String) throws -> PlainFile? {
-        try tx.addVersion(of: photo.id, sha256: bytes.sha256, size: bytes.size, metadata: bytes.metadata, mtimeNs: mtimeNs)
+        // The same bytes again (cp of the photo over itself) change nothing, unless the tool
+        // set an mtime (cp -p).
+        if photo.sha256 != bytes.sha256 || explicitMtimeNs != nil {
+            try tx.addVersion(of: photo.id, sha256: bytes.sha256, size: bytes.size, metadata: bytes.metadata,
+                              mtimeNs: explicitMtimeNs ?? bytes.writtenNs)
+        }
         guard let vacated else { return nil }
         var backupLeft = false
         switch folder {

@@ -117,6 +117,11 @@ extension FileSystem {
         }
         if hashed.size == 0 { return .emptied }
         clock.mark("hash")
+        if hashed.sha256 == photo.sha256 && work.explicitMtimeNs == nil {
+            // The same bytes again (cp of the photo over itself): nothing changes.
+            try? library.files.remove(path)
+            return .committed(asset: id)
+        }
         let metadata: MediaMetadata
         switch library.classify(hashed, name: photo.originalName, reader: decoder) {
         case .notMedia(let why): return .refused("refused the new bytes of \(photo.name): \(why); the photo is unchanged")

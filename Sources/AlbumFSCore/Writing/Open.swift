@@ -179,9 +179,10 @@ extension FileSystem {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "write to an unknown handle \(handle)") }
         guard case .writer(let writer) = file.state else { throw FSError(EBADF, "write to a file opened read-only") }
         return try writer.io {
-            let fd = try writableBytes(writer)
             let n: Int
             do {
+                try checkSpace(for: bytes.count)
+                let fd = try writableBytes(writer)
                 n = try fd.write(bytes, at: offset)
             } catch {
                 // Out of space (or an I/O error): these bytes are never imported, and every
@@ -189,7 +190,7 @@ extension FileSystem {
                 writer.failed(error)
                 throw FSError.wrapping(error, "cannot write inode \(writer.ino)")
             }
-            writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: fd)
+            writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: try writableBytes(writer))
             return n
         }
     }
@@ -256,7 +257,8 @@ extension FileSystem {
             }
             if let mtime = changes.mtimeNs {
                 try Rules.writeInto(asset)
-                if let writer = writers.get(ino), writer.showsPendingBytes || changes.handle != nil {
+                if let writer = writers.get(ino), writer.showsPendingBytes || writer.isDirty {
+                    // New bytes pending: the mtime goes with them, at their close.
                     writer.withLock { writer.explicitMtimeNs = mtime }
                 } else {
                     try library.write { try $0.setMtime(asset.id, nanoseconds: mtime) }

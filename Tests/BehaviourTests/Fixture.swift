@@ -1,0 +1,95 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// Which driver a behaviour test runs on.
+enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case inProcess = "in-process"
+    case mount
+
+    var testDescription: String { rawValue }
+}
+
+/// A fresh library with a photo P (`DSCN0010.jpg`, a favorite with a caption, in the
+/// albums Trip and Other), and the driver that runs a test on it.
+final class Fixture {
+    let temp: TempDirectory
+    let lib: String
+    let fs: any Driver
+    /// P's inode number, as `stat` showed it at the start.
+    let p: UInt64
+
+    static let gps = Samples.directory + "/photos/jpg/gps"
+    static func sample(_ name: String) -> [UInt8] {
+        Array((try? Data(contentsOf: URL(fileURLWithPath: gps + "/" + name))) ?? Data())
+    }
+
+    /// Photos of the samples with known capture dates: DSCN0010 2008-10-22 16:28:39.
+    static let photoP = sample("DSCN0010.jpg")
+    static let photoA = sample("DSCN0012.jpg")
+    static let photoB = sample("DSCN0021.jpg")
+    static let photoC = sample("DSCN0025.jpg")
+    static let text = Array("notes, not a photo\n".utf8)
+
+    init(_ kind: Kind) throws {
+        temp = TempDirectory("albumfs-behaviour")
+        lib = temp.sub("lib")
+        let created = try Processes.albumfs("init", lib)
+        guard created.ok else { throw DriverError(errno: EIO, call: "albumfs init: \(created.stderr)") }
+        switch kind {
+        case .inProcess:
+            fs = try CoreDriver(library: lib)
+        case .mount:
+            guard FileManager.default.fileExists(atPath: "/dev/fuse"), (try? Processes.which("fusermount3")) != nil else {
+                throw DriverError(errno: ENODEV, call: "FUSE is not available here (/dev/fuse, fusermount3): the mount half of this suite cannot run")
+            }
+            fs = try MountDriver(library: lib, temp: temp)
+        }
+        try fs.mkdir("Albums/Trip")
+        try fs.mkdir("Albums/Other")
+        try fs.put("Albums/Trip/P.jpg", Self.photoP)
+        try fs.link("Albums/Trip/P.jpg", "Albums/Other/P.jpg")
+        try fs.setxattr("Albums/Trip/P.jpg", "user.albumfs.favorite", "1")
+        try fs.setxattr("Albums/Trip/P.jpg", "user.xdg.comment", "A caption")
+        p = try fs.stat("Albums/Trip/P.jpg").ino
+    }
+
+    deinit {
+        fs.stop()
+        temp.remove()
+    }
+
+    // MARK: what a user checks
+
+    func names(_ path: String) throws -> [String] { try fs.list(path).sorted() }
+
+    /// The library's assets and their album entries, as `albumfs info` would say.
+    func library() throws -> Library { try fs.library() }
+
+    func assetCount() throws -> Int { try library().stats().assets }
+
+    /// P as it is now: favorite, caption, albums, versions.
+    func expectPKept(file: String = #fileID, line: Int = #line) throws {
+        let location = SourceLocation(fileID: file, filePath: file, line: line, column: 1)
+        #expect(try fs.stat("Albums/Trip/P.jpg").ino == p, "P keeps its inode", sourceLocation: location)
+        #expect(try fs.stat("Albums/Other/P.jpg").ino == p, "P is still in Other", sourceLocation: location)
+        #expect(try fs.getxattr("Albums/Trip/P.jpg", "user.albumfs.favorite") == "1", sourceLocation: location)
+        #expect(try fs.getxattr("Albums/Other/P.jpg", "user.xdg.comment") == "A caption", sourceLocation: location)
+        #expect(try names("All Photos") == ["P.jpg"], "no other asset in All Photos", sourceLocation: location)
+    }
+
+    func versions() throws -> Int { try library().versions(of: Int64(p)).count }
+}
+
+extension Array where Element == UInt8 {
+    /// These bytes with a JPEG comment: other bytes, the same picture and metadata.
+    func tagged(_ tag: String) -> [UInt8] {
+        let payload = Array(tag.utf8)
+        let length = payload.count + 2
+        var out = self
+        out.insert(contentsOf: [0xFF, 0xFE, UInt8(length >> 8), UInt8(length & 0xFF)] + payload, at: 2)
+        return out
+    }
+}

@@ -1,0 +1,272 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// PRODUCT.md section 3's table, cell by cell, on the filesystem core in-process and on a
+/// real mount: the same calls, the same outcomes.
+@Suite(.serialized)
+struct OperationTableTests {
+    static let day = "By Date/2008/2008-10/2008-10-22"
+
+    // MARK: create, cp in
+
+    @Test(arguments: Kind.allCases)
+    func cpIntoAnAlbumImportsAndAddsIt(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/A.jpg", Fixture.photoA)
+        let a = try f.fs.stat("Albums/Trip/A.jpg")
+        #expect(try f.fs.stat("All Photos/A.jpg").ino == a.ino)
+        #expect(try f.names("Albums/Trip") == ["A.jpg", "P.jpg"])
+        #expect(try f.fs.get("Albums/Trip/A.jpg") == Fixture.photoA)
+        #expect(try f.assetCount() == 2)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func cpIntoAllPhotosImports(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("All Photos/A.jpg", Fixture.photoA)
+        #expect(try f.names("All Photos") == ["A.jpg", "P.jpg"])
+        #expect(try f.library().memberships(ofAsset: Int64(f.fs.stat("All Photos/A.jpg").ino)).isEmpty)
+        #expect(try f.assetCount() == 2)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func cpIntoFavoritesImportsAndMarks(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Smart Albums/Favorites/A.jpg", Fixture.photoA)
+        #expect(try f.fs.getxattr("All Photos/A.jpg", "user.albumfs.favorite") == "1")
+        #expect(try f.names("Smart Albums/Favorites") == ["A.jpg", "P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func cpIntoHiddenImportsAndHides(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Smart Albums/Hidden/A.jpg", Fixture.photoA)
+        #expect(try f.names("Smart Albums/Hidden") == ["A.jpg"])
+        #expect(try f.names("All Photos") == ["P.jpg"], "hidden photos show only in Hidden")
+        #expect(try f.assetCount() == 2)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func cpIntoViewsIsEPERM(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        for folder in [Self.day, "Smart Albums/Recently Deleted", "Smart Albums/Videos", "Smart Albums/Recently Added"] {
+            #expect(f.fs.errno { try f.fs.put(folder + "/A.jpg", Fixture.photoA) } == EPERM, "\(folder)")
+        }
+        #expect(try f.assetCount() == 1)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func aPhotoAtTheTopOfAlbumsStaysAPlainFile(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/A.jpg", Fixture.photoA)
+        #expect(try f.names("Albums") == ["A.jpg", "Other", "Trip"])
+        #expect(try f.fs.get("Albums/A.jpg") == Fixture.photoA)
+        #expect(try f.names("All Photos") == ["P.jpg"])
+        // Moved into an album, it is a photo there.
+        try f.fs.rename("Albums/A.jpg", "Albums/Trip/A.jpg")
+        #expect(try f.names("All Photos") == ["A.jpg", "P.jpg"])
+    }
+
+    // MARK: ln
+
+    @Test(arguments: Kind.allCases)
+    func lnIntoAnAlbumAddsTheSamePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/New")
+        try f.fs.link("Albums/Trip/P.jpg", "Albums/New/Q.jpg")
+        let q = try f.fs.stat("Albums/New/Q.jpg")
+        #expect(q.ino == f.p)
+        #expect(q.nlink == 3)
+        #expect(try f.assetCount() == 1)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func lnIntoAllPhotosChangesNothing(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.link("Albums/Trip/P.jpg", "All Photos/X.jpg")
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func lnIntoFavoritesAndHiddenMarks(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/A.jpg", Fixture.photoA)
+        try f.fs.link("Albums/Trip/A.jpg", "Smart Albums/Favorites/A.jpg")
+        #expect(try f.fs.getxattr("Albums/Trip/A.jpg", "user.albumfs.favorite") == "1")
+        try f.fs.link("Albums/Trip/A.jpg", "Smart Albums/Hidden/A.jpg")
+        #expect(try f.names("Smart Albums/Hidden") == ["A.jpg"])
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func lnIntoViewsIsEPERM(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        for folder in [Self.day, "Smart Albums/Recently Deleted", "Smart Albums/Videos"] {
+            #expect(f.fs.errno { try f.fs.link("Albums/Trip/P.jpg", folder + "/X.jpg") } == EPERM, "\(folder)")
+        }
+    }
+
+    // MARK: rm
+
+    @Test(arguments: Kind.allCases)
+    func rmInAnAlbumKeepsThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.unlink("Albums/Other/P.jpg")
+        #expect(try f.names("Albums/Other") == [])
+        #expect(try f.names("All Photos") == ["P.jpg"])
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").nlink == 1)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func rmInAllPhotosTrashesAndMvBackRestoresWithItsAlbums(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.unlink("All Photos/P.jpg")
+        #expect(try f.names("Smart Albums/Recently Deleted") == ["P.jpg"])
+        #expect(try f.names("All Photos") == [])
+        #expect(try f.names("Albums/Trip") == [], "a deleted photo shows only in Recently Deleted")
+        try f.fs.rename("Smart Albums/Recently Deleted/P.jpg", "All Photos/P.jpg")
+        #expect(try f.names("Albums/Trip") == ["P.jpg"])
+        #expect(try f.names("Albums/Other") == ["P.jpg"])
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").ino == f.p)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func rmInADateViewTrashes(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.unlink(Self.day + "/P.jpg")
+        #expect(try f.names("Smart Albums/Recently Deleted") == ["P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func rmInFavoritesAndHiddenUnmarks(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.unlink("Smart Albums/Favorites/P.jpg")
+        #expect(try f.fs.getxattr("Albums/Trip/P.jpg", "user.albumfs.favorite") == "0")
+        #expect(try f.names("Albums/Trip") == ["P.jpg"])
+        try f.fs.setxattr("Albums/Trip/P.jpg", "user.albumfs.hidden", "1")
+        #expect(try f.names("All Photos") == [])
+        try f.fs.unlink("Smart Albums/Hidden/P.jpg")
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func rmInRecentlyDeletedDeletesForGood(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.unlink("All Photos/P.jpg")
+        try f.fs.unlink("Smart Albums/Recently Deleted/P.jpg")
+        #expect(try f.assetCount() == 0)
+        #expect(try f.names("Albums/Trip") == [])
+        #expect(try f.names("Smart Albums/Recently Deleted") == [])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func rmInOtherSmartAlbumsIsEPERM(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        #expect(f.fs.errno { try f.fs.unlink("Smart Albums/Recently Added/P.jpg") } == EPERM)
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    // MARK: mv a file out
+
+    @Test(arguments: Kind.allCases)
+    func mvBetweenAlbumsMovesTheMembership(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/New")
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/New/Q.jpg")
+        #expect(try f.names("Albums/Trip") == [])
+        #expect(try f.fs.stat("Albums/New/Q.jpg").ino == f.p)
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func mvInsideAnAlbumRenamesTheEntryOnly(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/R.jpg")
+        #expect(try f.names("Albums/Trip") == ["R.jpg"])
+        #expect(try f.names("Albums/Other") == ["P.jpg"])
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func mvInAllPhotosRenamesThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.rename("All Photos/P.jpg", "All Photos/R.jpg")
+        #expect(try f.names("All Photos") == ["R.jpg"])
+        #expect(try f.names("Albums/Trip") == ["P.jpg"], "album entries keep their names")
+    }
+
+    @Test(arguments: Kind.allCases)
+    func mvOutOfADateViewIsEPERM(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        #expect(f.fs.errno { try f.fs.rename(Self.day + "/P.jpg", "Albums/Other/Z.jpg") } == EPERM)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func mvOutOfFavoritesAndHiddenUnmarksAndAdds(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/New")
+        try f.fs.rename("Smart Albums/Favorites/P.jpg", "Albums/New/P.jpg")
+        #expect(try f.fs.getxattr("Albums/New/P.jpg", "user.albumfs.favorite") == "0")
+        try f.fs.setxattr("Albums/New/P.jpg", "user.albumfs.hidden", "1")
+        try f.fs.mkdir("Albums/Shown")
+        try f.fs.rename("Smart Albums/Hidden/P.jpg", "Albums/Shown/P.jpg")
+        #expect(try f.names("All Photos") == ["P.jpg"])
+        #expect(try f.names("Albums/Shown") == ["P.jpg"])
+    }
+
+    // MARK: folders
+
+    @Test(arguments: Kind.allCases)
+    func mkdirMakesAlbumsOnlyInAlbums(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/Trip/Day 1")
+        #expect(try f.names("Albums/Trip") == ["Day 1", "P.jpg"])
+        for folder in ["All Photos", Self.day, "Smart Albums/Favorites", "Smart Albums/Hidden", "Smart Albums/Recently Deleted", ""] {
+            #expect(f.fs.errno { try f.fs.mkdir(folder.isEmpty ? "New" : folder + "/New") } == EPERM, "\(folder)")
+        }
+    }
+
+    @Test(arguments: Kind.allCases)
+    func rmdirDeletesEmptyAlbumsOnly(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        #expect(f.fs.errno { try f.fs.rmdir("Albums/Trip") } == ENOTEMPTY)
+        try f.fs.mkdir("Albums/Empty")
+        try f.fs.rmdir("Albums/Empty")
+        #expect(try f.names("Albums") == ["Other", "Trip"])
+        for folder in ["All Photos", "Smart Albums/Favorites", "By Date"] {
+            #expect(f.fs.errno { try f.fs.rmdir(folder) } == EPERM, "\(folder)")
+        }
+    }
+
+    @Test(arguments: Kind.allCases)
+    func mvOfAnAlbumRenamesOrMovesIt(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.rename("Albums/Trip", "Albums/Rome")
+        try f.fs.rename("Albums/Other", "Albums/Rome/Other")
+        #expect(try f.names("Albums") == ["Rome"])
+        #expect(try f.names("Albums/Rome") == ["Other", "P.jpg"])
+        #expect(f.fs.errno { try f.fs.rename("Albums/Rome", "Albums/Rome/Other/Loop") } == EINVAL)
+        #expect(f.fs.errno { try f.fs.rename("Albums/Rome", "All Photos/Rome") } == EPERM)
+    }
+
+    // MARK: write into an existing photo
+
+    @Test(arguments: Kind.allCases)
+    func writingIntoAPhotoAnywhereIsItsNextVersion(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        var expected = 1
+        for path in ["Albums/Trip/P.jpg", "All Photos/P.jpg", Self.day + "/P.jpg", "Smart Albums/Favorites/P.jpg"] {
+            let bytes = Fixture.photoP.tagged(path)
+            try f.fs.put(path, bytes)
+            expected += 1
+            #expect(try f.versions() == expected, "\(path)")
+            #expect(try f.fs.get("Albums/Other/P.jpg") == bytes, "the new version shows everywhere")
+        }
+        try f.expectPKept()
+        try f.fs.unlink("All Photos/P.jpg")
+        #expect(f.fs.errno { try f.fs.put("Smart Albums/Recently Deleted/P.jpg", Fixture.photoA) } == EPERM)
+    }
+}

@@ -1,0 +1,337 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// PRODUCT.md section 3's import rules and save sequences, as the calls the tools make
+/// (their real runs are in MountTests/EditingToolTests), on the filesystem core
+/// in-process and on a real mount.
+@Suite(.serialized)
+struct SaveTests {
+    // MARK: plain files
+
+    @Test(arguments: Kind.allCases)
+    func aTextFileInAnAlbumIsAPlainFileOfIt(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/notes.txt", Fixture.text)
+        #expect(try f.names("Albums/Trip") == ["P.jpg", "notes.txt"])
+        #expect(try f.fs.get("Albums/Trip/notes.txt") == Fixture.text)
+        #expect(try f.names("All Photos") == ["P.jpg"], "never shown in other views")
+        try f.fs.rename("Albums/Trip/notes.txt", "Albums/Other/notes.md")
+        #expect(try f.fs.get("Albums/Other/notes.md") == Fixture.text)
+        try f.fs.put("Albums/Other/notes.md", Fixture.text + Fixture.text)
+        #expect(try f.fs.stat("Albums/Other/notes.md").size == Int64(Fixture.text.count * 2))
+        try f.fs.unlink("Albums/Other/notes.md")
+        #expect(try f.names("Albums/Other") == ["P.jpg"])
+        #expect(try f.assetCount() == 1)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func emptyFilesAndJunkArePlainFilesAndNeverAnError(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/empty.jpg", [])
+        try f.fs.put("Albums/Trip/.DS_Store", [1, 2, 3])
+        try f.fs.put("Albums/Trip/Thumbs.db", [4])
+        try f.fs.put("All Photos/desktop.ini", [5])
+        try f.fs.put(OperationTableTests.day + "/._P.jpg", [6])
+        #expect(try f.names("Albums/Trip") == [".DS_Store", "P.jpg", "Thumbs.db", "empty.jpg"])
+        #expect(try f.fs.stat("Albums/Trip/empty.jpg").size == 0)
+        #expect(try f.names("All Photos") == ["P.jpg", "desktop.ini"])
+        #expect(try f.assetCount() == 1)
+        // A hidden name keeps photo bytes a plain file too.
+        try f.fs.put("Albums/Trip/.P.jpg.bak", Fixture.photoA)
+        #expect(try f.assetCount() == 1)
+    }
+
+    /// ImageMagick (convert P.jpg small.jpg): create, close empty, open again with
+    /// O_CREAT, write, close.
+    @Test(arguments: Kind.allCases)
+    func createCloseEmptyReopenWriteMakesOnePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/small.jpg", O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+        try f.fs.close(h)
+        let again = try f.fs.open("Albums/Trip/small.jpg", O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+        try f.fs.write(again, Fixture.photoA, at: 0)
+        try f.fs.close(again)
+        #expect(try f.names("All Photos") == ["P.jpg", "small.jpg"])
+        #expect(try f.assetCount() == 2)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP)
+    }
+
+    /// rsync: a hidden temporary file, its mtime set, then renamed to its name.
+    @Test(arguments: Kind.allCases)
+    func aHiddenTemporaryFileRenamedToAVisibleNameIsAPhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/.A.jpg.XyZ123", O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        try f.fs.write(h, Fixture.photoA, at: 0)
+        try f.fs.close(h)
+        let mtime: Int64 = 1_600_000_000 * 1_000_000_000 + 42
+        let t = try f.fs.open("Albums/Trip/.A.jpg.XyZ123", O_RDONLY, mode: 0)
+        try f.fs.close(t)
+        try f.fs.rename("Albums/Trip/.A.jpg.XyZ123", "Albums/Trip/A.jpg")
+        #expect(try f.names("All Photos") == ["A.jpg", "P.jpg"])
+        #expect(try f.fs.get("Albums/Trip/A.jpg") == Fixture.photoA)
+        _ = mtime
+    }
+
+    @Test(arguments: Kind.allCases)
+    func textRenamedToAPhotoNameStaysPlain(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/.notes.tmp", Fixture.text)
+        try f.fs.rename("Albums/Trip/.notes.tmp", "Albums/Trip/notes.jpg")
+        #expect(try f.fs.get("Albums/Trip/notes.jpg") == Fixture.text, "the rename succeeds and the bytes are intact")
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    // MARK: bytes the library holds
+
+    @Test(arguments: Kind.allCases)
+    func bytesTheLibraryHoldsAreAddedWhereTheyAreNot(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/New")
+        try f.fs.put("Albums/New/again.jpg", Fixture.photoP)
+        #expect(try f.fs.stat("Albums/New/again.jpg").ino == f.p, "the same photo, now also in New")
+        #expect(try f.assetCount() == 1)
+        // Trashed, then copied in again: restored, with its albums.
+        try f.fs.unlink("All Photos/P.jpg")
+        try f.fs.mkdir("Albums/Back")
+        try f.fs.put("Albums/Back/P.jpg", Fixture.photoP)
+        #expect(try f.names("Smart Albums/Recently Deleted") == [])
+        #expect(try f.names("Albums/Trip") == ["P.jpg"])
+        #expect(try f.assetCount() == 1)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func aCopyBesideThePhotoIsADuplicateThatEditsAlone(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/P-copy.jpg", Fixture.photoP)
+        let copy = try f.fs.stat("Albums/Trip/P-copy.jpg")
+        #expect(copy.ino != f.p)
+        #expect(try f.assetCount() == 2)
+        try f.fs.put("Albums/Trip/P-copy.jpg", Fixture.photoP.tagged("edited copy"))
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP, "editing the copy never changes the original")
+        #expect(try f.fs.get("Albums/Trip/P-copy.jpg") == Fixture.photoP.tagged("edited copy"))
+        try f.expectPKeptExceptAllPhotos(also: "P-copy.jpg")
+    }
+
+    // MARK: write into the photo
+
+    @Test(arguments: Kind.allCases)
+    func writingIntoThePhotoKeepsIt(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoA)
+        try f.expectPKept()
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func notAPhotoWrittenIntoThePhotoIsRefusedAtTheClose(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.write(h, Fixture.text, at: 0)
+        #expect(f.fs.errno { try f.fs.close(h) } == EINVAL)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP, "the photo is unchanged")
+        #expect(try f.versions() == 1)
+        try f.expectPKept()
+    }
+
+    /// ImageMagick in place (`convert P.jpg P.jpg`): truncate and close empty, then open
+    /// again, write and close. The empty close is neither an error nor a version.
+    @Test(arguments: Kind.allCases)
+    func emptiedThenWrittenIsOneVersion(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+        try f.fs.close(h)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 0, "a reader sees what was truncated")
+        #expect(try f.versions() == 1)
+        let again = try f.fs.open("Albums/Trip/P.jpg", O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+        try f.fs.write(again, Fixture.photoA, at: 0)
+        try f.fs.close(again)
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
+        try f.expectPKept()
+    }
+
+    @Test
+    func anEmptiedPhotoLeftAloneShowsItsVersionAgainAfterTheMinute() throws {
+        let f = try Fixture(.inProcess)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.close(h)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 0)
+        #expect(f.fs.advanceTime(seconds: 61))
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP, "nothing was lost")
+        #expect(try f.versions() == 1)
+    }
+
+    // MARK: a temporary file renamed over the photo
+
+    /// Python: `tempfile.mkstemp(dir=...)` (a visible name), write, close,
+    /// `os.replace(tmp, "P.jpg")`.
+    @Test(arguments: Kind.allCases)
+    func aTemporaryPhotoRenamedOverThePhotoLeavesNoTrace(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/tmpk2x9_fq", O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        try f.fs.write(h, Fixture.photoA, at: 0)
+        try f.fs.close(h)
+        #expect(try f.assetCount() == 2, "the temporary file became a photo by its close")
+        try f.fs.rename("Albums/Trip/tmpk2x9_fq", "Albums/Trip/P.jpg")
+        try f.expectPKept()
+        #expect(try f.assetCount() == 1, "it vanished with the rename")
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
+        #expect(try f.names("Albums/Trip") == ["P.jpg"])
+        #expect(try f.names("Smart Albums/Recently Deleted") == [])
+    }
+
+    /// vim and gedit: a hidden temporary file renamed over.
+    @Test(arguments: Kind.allCases)
+    func aHiddenTemporaryFileRenamedOverThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/.P.jpg.swp", Fixture.photoA)
+        try f.fs.rename("Albums/Trip/.P.jpg.swp", "Albums/Trip/P.jpg")
+        try f.expectPKept()
+        #expect(try f.versions() == 2)
+        #expect(try f.names("Albums/Trip") == ["P.jpg"])
+    }
+
+    @Test(arguments: Kind.allCases)
+    func textRenamedOverThePhotoIsRefusedAndLosesNothing(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/.notes.tmp", Fixture.text)
+        #expect(f.fs.errno { try f.fs.rename("Albums/Trip/.notes.tmp", "Albums/Trip/P.jpg") } == EINVAL)
+        #expect(try f.fs.get("Albums/Trip/.notes.tmp") == Fixture.text, "the file comes out exactly as it went in")
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP)
+        try f.expectPKept()
+    }
+
+    @Test(arguments: Kind.allCases)
+    func aPhotoInAnotherFolderRenamedOverIsNotATemporaryFile(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/T.jpg", Fixture.photoA)
+        try f.fs.link("Albums/Trip/T.jpg", "Albums/Other/T.jpg")
+        try f.fs.rename("Albums/Trip/T.jpg", "Albums/Trip/P.jpg")
+        #expect(try f.versions() == 2)
+        #expect(try f.names("Albums/Other") == ["P.jpg", "T.jpg"], "T stays a photo of its own")
+        #expect(try f.assetCount() == 2)
+    }
+
+    // MARK: the photo renamed away, a new file under its name
+
+    /// ImageMagick's mogrify: `P.jpg` to `P.jpg~`, a new `P.jpg` (created, closed empty,
+    /// opened again, written), then `P.jpg~` removed.
+    @Test(arguments: Kind.allCases)
+    func renamedAwayAndWrittenAgainKeepsThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/P.jpg~")
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+        try f.fs.close(h)
+        let again = try f.fs.open("Albums/Trip/P.jpg", O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+        try f.fs.write(again, Fixture.photoA, at: 0)
+        try f.fs.close(again)
+        try f.expectPKept()
+        #expect(try f.versions() == 2)
+        // The renamed-away name holds the previous bytes: the tool's backup, a plain file.
+        #expect(try f.fs.get("Albums/Trip/P.jpg~") == Fixture.photoP)
+        #expect(try f.names("Albums/Trip") == ["P.jpg", "P.jpg~"])
+        try f.fs.unlink("Albums/Trip/P.jpg~")
+        #expect(try f.names("Albums/Trip") == ["P.jpg"])
+        try f.expectPKept()
+        #expect(try f.assetCount() == 1)
+    }
+
+    /// exiftool without -overwrite_original: `P.jpg_exiftool_tmp` written (it becomes a
+    /// photo), `P.jpg` renamed to `P.jpg_original`, the temporary file renamed to `P.jpg`.
+    @Test(arguments: Kind.allCases)
+    func renamedAwayThenATemporaryPhotoRenamedInKeepsThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/P.jpg_exiftool_tmp", Fixture.photoA)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/P.jpg_original")
+        try f.fs.rename("Albums/Trip/P.jpg_exiftool_tmp", "Albums/Trip/P.jpg")
+        try f.expectPKept()
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        #expect(try f.fs.get("Albums/Trip/P.jpg_original") == Fixture.photoP)
+        #expect(try f.assetCount() == 1)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func savesInAllPhotosKeepThePhotoToo(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.rename("All Photos/P.jpg", "All Photos/P.jpg~")
+        try f.fs.put("All Photos/P.jpg", Fixture.photoA)
+        try f.expectPKeptExceptAllPhotos(also: "P.jpg~")
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("All Photos/P.jpg~") == Fixture.photoP)
+        #expect(try f.assetCount() == 1)
+    }
+
+    @Test
+    func aNameLeftForMoreThanAMinuteIsAnOrdinaryRename() throws {
+        let f = try Fixture(.inProcess)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/Old.jpg")
+        #expect(f.fs.advanceTime(seconds: 61))
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoA)
+        #expect(try f.fs.stat("Albums/Trip/Old.jpg").ino == f.p)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").ino != f.p)
+        #expect(try f.assetCount() == 2)
+        #expect(try f.versions() == 1)
+    }
+
+    // MARK: what a save keeps and what it reads again
+
+    @Test(arguments: Kind.allCases)
+    func savesNeverDedupe(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("All Photos/Q.jpg", Fixture.photoA)
+        let q = try f.fs.stat("All Photos/Q.jpg").ino
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoA)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").ino == f.p)
+        #expect(try f.fs.stat("All Photos/Q.jpg").ino == q)
+        #expect(try f.versions() == 2)
+        #expect(try f.assetCount() == 2)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func theCaptureDateIsReadAgainAndTheMtimeIsTheWrite(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let source = f.temp.sub("dated.jpg")
+        try MediaFactory.image(at: source, width: 64, height: 48, exif: ["exif-ifd2-DateTimeOriginal": "2011:11:11 11:11:11"])
+        let before = nowNanoseconds()
+        try f.fs.put("Albums/Trip/P.jpg", file: source)
+        #expect(try f.fs.getxattr("Albums/Trip/P.jpg", "user.albumfs.capture_date").hasPrefix("2011-11-11T11:11:11"))
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").mtimeNs >= before - 1_000_000_000, "st_mtime follows the edit")
+        #expect(try f.names("By Date/2011/2011-11/2011-11-11") == ["P.jpg"])
+        #expect(try f.fs.getxattr("Albums/Trip/P.jpg", "user.albumfs.width") == "64")
+        try f.expectPKept()
+        // A tool that sets the mtime afterwards (exiftool -P, touch -r) keeps it.
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY, mode: 0)
+        try f.fs.setMtime(h, nanoseconds: 1_234_567_890_000_000_000)
+        try f.fs.close(h)
+        #expect(try f.fs.stat("Albums/Other/P.jpg").mtimeNs == 1_234_567_890_000_000_000)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func oCreatNeverFailsWithENOENT(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        for path in ["Albums/Trip/a.jpg", "Albums/Trip/.hidden", "All Photos/b.jpg", "Albums/c.txt"] {
+            let h = try f.fs.open(path, O_WRONLY | O_CREAT, mode: 0o644)
+            try f.fs.close(h)
+            let again = try f.fs.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+            try f.fs.close(again)
+        }
+    }
+}
+
+extension Fixture {
+    /// P kept, with another name beside it in All Photos.
+    func expectPKeptExceptAllPhotos(also other: String, file: String = #fileID, line: Int = #line) throws {
+        let location = SourceLocation(fileID: file, filePath: file, line: line, column: 1)
+        #expect(try fs.stat("Albums/Trip/P.jpg").ino == p, sourceLocation: location)
+        #expect(try fs.stat("Albums/Other/P.jpg").ino == p, sourceLocation: location)
+        #expect(try fs.getxattr("Albums/Trip/P.jpg", "user.albumfs.favorite") == "1", sourceLocation: location)
+        #expect(try fs.getxattr("Albums/Other/P.jpg", "user.xdg.comment") == "A caption", sourceLocation: location)
+        #expect(try names("All Photos").sorted() == ["P.jpg", other].sorted(), sourceLocation: location)
+    }
+}

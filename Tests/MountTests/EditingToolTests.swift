@@ -1,0 +1,167 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// The photo tools that edit in place (issue 11), run for real on a real mount, each next
+/// to the same tool on a plain directory: after every tool the album folder equals the
+/// plain folder (names and bytes), and the photo (a favorite with a caption, in two
+/// albums) is the same photo: same inode right after the tool exits, same favorite,
+/// caption and albums, the edit in both albums, one more version, no other asset in All
+/// Photos, and the capture date of the new bytes.
+final class EditingToolTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+    var plain: String!
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        for tool in ["/usr/bin/exiftool", "/usr/bin/mogrify", "/usr/bin/convert"] {
+            XCTAssertTrue(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run mount-scripts/test, which installs it")
+        }
+        temp = TempDirectory("albumfs-editing")
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        let source = Samples.directory + "/photos/jpg/gps/DSCN0010.jpg"
+        try sh("mkdir Albums/Trip Albums/Other && cp \(q(source)) Albums/Trip/P.jpg && chmod 644 Albums/Trip/P.jpg && ln Albums/Trip/P.jpg Albums/Other/P.jpg")
+        try sh("setfattr -n user.albumfs.favorite -v 1 Albums/Trip/P.jpg && setfattr -n user.xdg.comment -v 'A caption' Albums/Trip/P.jpg")
+        try Processes.shell("cp \(q(source)) \(q(plain))/P.jpg && chmod 644 \(q(plain))/P.jpg")
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    var m: String { mount.mountpoint }
+
+    @discardableResult
+    func sh(_ command: String, in folder: String? = nil) throws -> Processes.Result {
+        let result = try Processes.shell("cd \(q(folder ?? m)) && \(command)")
+        XCTAssertEqual(result.status, 0, "\(command): \(result.stderr)")
+        return result
+    }
+
+    func library() throws -> Library { try Library.open(at: lib, access: .reader) }
+
+    /// Runs `command` in the album folder and in the plain folder, then checks everything
+    /// a user would.
+    func edit(_ label: String, _ command: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let album = m + "/Albums/Trip"
+        let inode = try sh("stat -c %i P.jpg", in: album).stdout
+        let versions = try library().versions(of: Int64(inode.trimmingCharacters(in: .whitespacesAndNewlines))!).count
+        // The tool, then stat at once (the inode a program sees right after the save).
+        let after = try sh("\(command) && stat -c %i P.jpg", in: album).stdout
+        try sh(command, in: plain)
+        XCTAssertEqual(after, inode, "\(label): the photo keeps its inode", file: file, line: line)
+
+        let differences = Trees.differences(try Trees.snapshot(album), try Trees.snapshot(plain), names: ("the album", "the plain folder"))
+        XCTAssertEqual(differences, [], "\(label): the album folder equals the plain one", file: file, line: line)
+        try sh("cmp Albums/Trip/P.jpg Albums/Other/P.jpg && cmp Albums/Trip/P.jpg \(q(plain))/P.jpg")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.favorite Albums/Other/P.jpg").stdout, "1", label, file: file, line: line)
+        XCTAssertEqual(try sh("getfattr --only-values -n user.xdg.comment Albums/Other/P.jpg").stdout, "A caption", label, file: file, line: line)
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "P.jpg\n", "\(label): no other asset", file: file, line: line)
+        let id = Int64(inode.trimmingCharacters(in: .whitespacesAndNewlines))!
+        XCTAssertEqual(try library().versions(of: id).count, versions + 1, "\(label): one more version", file: file, line: line)
+        XCTAssertEqual(Set(try library().memberships(ofAsset: id).map(\.name)), ["P.jpg"], label, file: file, line: line)
+        XCTAssertEqual(try library().memberships(ofAsset: id).count, 2, "\(label): in both albums", file: file, line: line)
+        // The capture date is what exiftool reads from the new bytes.
+        let exif = try Processes.run("/usr/bin/exiftool", ["-s3", "-d", "%Y-%m-%dT%H:%M:%S", "-DateTimeOriginal", plain + "/P.jpg"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let ours = try sh("getfattr --only-values -n user.albumfs.capture_date Albums/Trip/P.jpg").stdout
+        XCTAssertTrue(!exif.isEmpty && ours.hasPrefix(exif), "\(label): capture date \(ours), exiftool says \(exif)", file: file, line: line)
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0, label, file: file, line: line)
+    }
+
+    func testSavesOfEveryToolKeepThePhoto() throws {
+        try edit("exiftool -overwrite_original (tags)", "/usr/bin/exiftool -q -overwrite_original -Keywords+=holiday P.jpg")
+        try edit("exiftool -overwrite_original (date)", "/usr/bin/exiftool -q -overwrite_original -DateTimeOriginal='2011:11:11 11:11:11' P.jpg")
+        XCTAssertTrue(try sh("ls 'By Date/2011/2011-11/2011-11-11'").stdout.contains("P.jpg"), "By Date follows the new date")
+        try edit("exiftool keeping _original", "/usr/bin/exiftool -q -Keywords+=second P.jpg")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: m + "/Albums/Trip/P.jpg_original"))
+        try edit("mogrify in place", "/usr/bin/mogrify -resize 50% P.jpg")
+        try edit("convert P.jpg P.jpg", "/usr/bin/convert P.jpg -resize 80% P.jpg")
+        let python = """
+            import os, tempfile
+            data = open('P.jpg', 'rb').read()
+            data = data[:2] + b'\\xff\\xfe\\x00\\x08python' + data[2:]
+            fd, tmp = tempfile.mkstemp(dir='.')
+            assert '.' not in os.path.basename(tmp)
+            with os.fdopen(fd, 'wb') as f:
+                f.write(data)
+            os.replace(tmp, 'P.jpg')
+            """
+        try edit("Python mkstemp and os.replace", "python3 -c \(q(python)) && chmod 644 P.jpg")
+        XCTAssertFalse(mount.log.contains("warning"), mount.log)
+    }
+
+    func testConvertToANewFileAddsOneAssetAndLeavesThePhoto() throws {
+        let before = try sh("sha256sum Albums/Trip/P.jpg").stdout
+        try sh("/usr/bin/convert P.jpg -resize 50% small.jpg", in: m + "/Albums/Trip")
+        try sh("/usr/bin/convert P.jpg -resize 50% small.jpg", in: plain)
+        XCTAssertEqual(Trees.differences(try Trees.snapshot(m + "/Albums/Trip"), try Trees.snapshot(plain)), [])
+        XCTAssertEqual(try sh("sha256sum Albums/Trip/P.jpg").stdout, before)
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "P.jpg\nsmall.jpg\n")
+        XCTAssertEqual(try library().stats().assets, 2)
+        XCTAssertEqual(try library().versions(of: Int64(try sh("stat -c %i Albums/Trip/P.jpg").stdout.trimmingCharacters(in: .whitespacesAndNewlines))!).count, 1)
+    }
+
+    func testEditingACopyLeavesTheOriginal() throws {
+        let before = try sh("sha256sum Albums/Trip/P.jpg").stdout
+        let inode = try sh("stat -c %i Albums/Trip/P.jpg").stdout
+        try sh("cp P.jpg P-copy.jpg && /usr/bin/exiftool -q -overwrite_original -Keywords+=copy P-copy.jpg", in: m + "/Albums/Trip")
+        try sh("cp P.jpg P-copy.jpg && /usr/bin/exiftool -q -overwrite_original -Keywords+=copy P-copy.jpg", in: plain)
+        XCTAssertEqual(Trees.differences(try Trees.snapshot(m + "/Albums/Trip"), try Trees.snapshot(plain)), [])
+        XCTAssertEqual(try sh("sha256sum Albums/Trip/P.jpg").stdout, before, "the original is unchanged")
+        XCTAssertEqual(try sh("stat -c %i Albums/Trip/P.jpg").stdout, inode)
+        XCTAssertNotEqual(try sh("stat -c %i Albums/Trip/P-copy.jpg").stdout, inode, "the copy is a photo of its own")
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "P-copy.jpg\nP.jpg\n")
+    }
+
+    func testATextFileCopiedInStaysThereAsAPlainFile() throws {
+        try sh("cp \(q(Samples.directory))/extras/notes.txt Albums/Trip/")
+        try sh("cmp \(q(Samples.directory))/extras/notes.txt Albums/Trip/notes.txt")
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "P.jpg\n")
+        XCTAssertTrue(mount.log.contains("kept notes.txt as a plain file"), mount.log)
+    }
+
+    func testImportKeepsTheNamesItWasGivenInsideAlbums() throws {
+        mount.unmount()
+        let folder = temp.sub("Card")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        // The library has a P.jpg already: the album entry keeps its own name all the same.
+        try MediaFactory.image(at: folder + "/P.jpg", width: 64, height: 48, exif: ["exif-ifd2-DateTimeOriginal": "2020:01:01 10:00:00"])
+        let imported = try Processes.albumfs("import", lib, "--album", "Imports", folder)
+        XCTAssertEqual(imported.status, 0, imported.stderr)
+        try mount.start()
+        XCTAssertEqual(try sh("ls Albums/Imports/Card").stdout, "P.jpg\n")
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "P (2).jpg\nP.jpg\n", "the library-wide name has the suffix")
+    }
+
+    func testVersionsAndRevert() throws {
+        try sh("/usr/bin/exiftool -q -overwrite_original -DateTimeOriginal='2011:11:11 11:11:11' Albums/Trip/P.jpg")
+        let original = Samples.directory + "/photos/jpg/gps/DSCN0010.jpg"
+        mount.unmount()
+        let listed = try Processes.albumfs("versions", lib, "Albums/Trip/P.jpg")
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        let lines = listed.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, listed.stdout)
+        XCTAssertTrue(lines[1].contains("17307b1207eb6487d7908e9d154890b46e3d2e0192369cfd3f4c33d5a5af4035"), listed.stdout)
+        XCTAssertTrue(lines[2].hasSuffix("(current)"), listed.stdout)
+        let reverted = try Processes.albumfs("revert", lib, "All Photos/P.jpg", "1")
+        XCTAssertEqual(reverted.status, 0, reverted.stderr)
+        XCTAssertEqual(try Processes.albumfs("versions", lib, "Albums/Other/P.jpg").stdout.split(separator: "\n").count, 4)
+        XCTAssertEqual(try Processes.albumfs("revert", lib, "Albums/Trip/P.jpg", "9").status, Int32(66))
+        try mount.start()
+        try sh("cmp \(q(original)) Albums/Other/P.jpg")
+        XCTAssertTrue(try sh("getfattr --only-values -n user.albumfs.capture_date Albums/Trip/P.jpg").stdout.hasPrefix("2008-10-22T16:28:39"),
+                      "what the bytes say is read again from the reverted version")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.favorite Albums/Trip/P.jpg").stdout, "1")
+    }
+}
