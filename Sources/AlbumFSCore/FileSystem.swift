@@ -37,6 +37,8 @@ public final class FileSystem: Sendable {
     /// EAGAIN instead of holding one more FUSE worker thread on a decoder.
     let thumbnailWaits = Locked(0)
     let thumbnailWaitLimit: Int
+    /// Files whose bytes changed since the kernel last opened them.
+    let contentChanges = Locked(Set<UInt64>())
     /// Names already logged as kept plain (a visible file that is not a photo): once each.
     let loggedPlain = Locked(Set<Int64>())
     /// Free space that writes never take (1% of the library's disk, between 1 and 64
@@ -44,6 +46,8 @@ public final class FileSystem: Sendable {
     /// room its own writes need.
     let spaceReserve: Int64
     private let schedule = Locked<DispatchSourceTimer?>(nil)
+    /// Set when the core stops: background work started before ends at its next step.
+    let stopped = Locked(false)
 
     /// `decoder`: where metadata and thumbnails are decoded (the mount gives worker
     /// processes; tests and tools may decode in process).
@@ -101,6 +105,7 @@ public final class FileSystem: Sendable {
     }
 
     public func stopSchedule() {
+        stopped.withLock { $0 = true }
         schedule.withLock { $0?.cancel(); $0 = nil }
     }
 
@@ -116,10 +121,13 @@ public final class FileSystem: Sendable {
 
     /// What the kernel should forget after a change.
     public enum Invalidation: Sendable, Equatable, Hashable {
-        /// The name in a folder (its dentry, negative or not).
+        /// The name in a folder (its dentry, negative or not). Sent after the reply: the
+        /// kernel holds the folder's lock while the request runs.
         case entry(parent: UInt64, name: String)
-        /// An inode's attributes and cached data (for a folder: its listing).
-        case inode(UInt64)
+        /// A folder's listing and attributes. Sent before the reply.
+        case listing(UInt64)
+        /// A file's attributes (its cached bytes go at its next open). Sent before the reply.
+        case attributes(UInt64)
     }
 
     /// Where invalidations go (the bridge queues them and sends them after its reply).

@@ -29,16 +29,28 @@ final class Bridge: @unchecked Sendable {
         Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue().bridge!
     }
 
+    /// Listings and attributes are dropped at once, from the request's own thread
+    /// (`fuse_reverse_inval_inode` takes no lock a request holds); names are queued and
+    /// sent after the reply.
     private func enqueue(_ items: [FileSystem.Invalidation]) {
+        guard let session else { return }
+        var names: [(UInt64, String)] = []
+        for item in items {
+            switch item {
+            case .listing(let ino):
+                _ = fuse_lowlevel_notify_inval_inode(session, ino, 0, 0)
+            case .attributes(let ino):
+                _ = fuse_lowlevel_notify_inval_inode(session, ino, -1, 0)
+            case .entry(let parent, let name):
+                names.append((parent, name))
+            }
+        }
+        guard !names.isEmpty else { return }
+        let queued = names
         notifier.async { [self] in
-            guard let session else { return }
-            for item in items {
-                switch item {
-                case .entry(let parent, let name):
-                    _ = name.withCString { fuse_lowlevel_notify_inval_entry(session, parent, $0, strlen($0)) }
-                case .inode(let ino):
-                    _ = fuse_lowlevel_notify_inval_inode(session, ino, 0, 0)
-                }
+            guard let session = self.session else { return }
+            for (parent, name) in queued {
+                _ = name.withCString { fuse_lowlevel_notify_inval_entry(session, parent, $0, strlen($0)) }
             }
         }
     }

@@ -75,6 +75,7 @@ extension FileSystem {
     /// Starts the queued thumbnails: the urgent ones at once, the others once imports
     /// have been quiet for `quietSeconds`.
     func makeQueuedThumbnails(now: Int64, quietSeconds: Double = 2) {
+        if stopped.withLock({ $0 }) { return }
         let batch = prefetch.withLock { queue -> [Asset] in
             guard !queue.running else { return [] }
             var batch = queue.urgent
@@ -90,6 +91,7 @@ extension FileSystem {
         let cache = backgroundThumbnails, size = options.thumbnailSize, prefetch = self.prefetch
         DispatchQueue.global(qos: .utility).async { [weak self] in
             for asset in batch {
+                if self?.stopped.withLock({ $0 }) != false { break }
                 if cache.thumbnail(for: asset, size: size) != nil {
                     self?.thumbnailMade(asset)
                 }
@@ -108,7 +110,7 @@ extension FileSystem {
         for membership in (try? library.read({ try $0.memberships(ofAsset: asset.id) })) ?? [] {
             folders.append(Node.thumbnails(of: UInt64(membership.albumID)).ino)
         }
-        invalidate(folders.map { .inode($0) } + [.inode(Node.thumbnail(asset: asset.id).ino)])
+        invalidate(folders.map { .listing($0) } + [.attributes(Node.thumbnail(asset: asset.id).ino)])
     }
 
     struct PrefetchQueue {

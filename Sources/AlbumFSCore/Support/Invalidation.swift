@@ -2,7 +2,11 @@ import AlbumCore
 
 extension FileSystem {
     /// After a change: the library's time moves on, and the kernel forgets what the
-    /// change touched.
+    /// change touched. Listings and attributes are dropped before the reply (the kernel
+    /// holds no lock that dropping them needs), so that a program that lists or stats
+    /// right after its own change sees it; names are dropped just after the reply (see
+    /// the bridge's `Bridge.enqueue`). A file whose bytes changed is opened without the
+    /// kernel's cached pages next time (`contentChanged`).
     ///
     /// - `asset`: the asset as it is now; the listings of every view that shows it, of
     ///   its albums and of the `.thumbnails/` beside them are dropped (a name that
@@ -14,11 +18,12 @@ extension FileSystem {
                      entries: [(UInt64, String)] = []) {
         touch()
         var inodes = Set(folders)
+        var files = Set<UInt64>()
         var names = entries
         let now = nowSeconds()
         func collect(_ a: Asset, withNames: Bool) {
-            inodes.insert(UInt64(a.id))
-            inodes.insert(Node.thumbnail(asset: a.id).ino)
+            files.insert(UInt64(a.id))
+            files.insert(Node.thumbnail(asset: a.id).ino)
             var views: [Node] = [.allPhotos, .day(a.takenDay)] + SmartAlbum.allCases.map { .smart($0) }
             // Only the views that show it (as it was, or is).
             views = views.filter { view in view.view.map { $0.contains(a, now: now) } ?? true }
@@ -46,7 +51,23 @@ extension FileSystem {
         for folder in inodes where Node(ino: folder)?.listsAssets == true {
             inodes.insert(Node.thumbnails(of: folder).ino)
         }
-        invalidate(inodes.sorted().map { .inode($0) } + names.map { .entry(parent: $0.0, name: $0.1) })
+        invalidate(inodes.sorted().map { .listing($0) } + files.sorted().map { .attributes($0) }
+                   + names.map { .entry(parent: $0.0, name: $0.1) })
+    }
+
+    /// A file's bytes changed (a new version): its next open starts without the pages
+    /// the kernel kept of the old ones.
+    func contentChanged(_ asset: Asset) {
+        contentChanges.withLock { changed in
+            changed.insert(UInt64(asset.id))
+            changed.insert(Node.thumbnail(asset: asset.id).ino)
+        }
+    }
+
+    /// Whether the kernel may keep its cached pages of `ino` at this open (false once
+    /// after its bytes changed).
+    func mayKeepCache(_ ino: UInt64) -> Bool {
+        contentChanges.withLock { $0.remove(ino) == nil }
     }
 
     /// Invalidations of folders and names only.

@@ -63,7 +63,7 @@ extension FileSystem {
                 return try opened(ino: ino, .writer(writer), keepCache: false)
             }
             let blob = try library.openBlob(of: asset)
-            return try opened(ino: ino, .readOnly(blob), keepCache: true, readOnly: true, passthroughCandidate: blob)
+            return try opened(ino: ino, .readOnly(blob), keepCache: mayKeepCache(ino), readOnly: true, passthroughCandidate: blob)
         case .plain(let file):
             if writing {
                 try checkWritable()
@@ -86,7 +86,7 @@ extension FileSystem {
             let fd = try explained("thumbnail of \(asset.name) cannot be opened") {
                 try library.files.open(thumbnail.path, flags: O_RDONLY)
             }
-            return try opened(ino: ino, .readOnly(fd), keepCache: true, readOnly: true, passthroughCandidate: fd)
+            return try opened(ino: ino, .readOnly(fd), keepCache: mayKeepCache(ino), readOnly: true, passthroughCandidate: fd)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
