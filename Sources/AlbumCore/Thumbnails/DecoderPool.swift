@@ -236,11 +236,21 @@ public enum DecoderWorker {
     static let crashMarker = ProcessInfo.processInfo.environment["ALBUMFS_TEST_CRASH_MARKER"]
     static let hangMarker = ProcessInfo.processInfo.environment["ALBUMFS_TEST_HANG_MARKER"]
 
+    /// Whether this program was built with AddressSanitizer or ThreadSanitizer.
+    static var runsUnderSanitizer: Bool {
+        let handle = dlopen(nil, RTLD_NOW)
+        defer { if let handle { dlclose(handle) } }
+        return dlsym(handle, "__asan_init") != nil || dlsym(handle, "__tsan_init") != nil
+    }
+
     public static func serve(nice: Int = 0) -> Int32 {
         if nice != 0 { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Int32(nice)) }
-        // A decompression bomb fails here instead of taking the machine's memory.
-        var limit = rlimit(rlim_cur: 4 << 30, rlim_max: 4 << 30)
-        setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+        // A decompression bomb fails here instead of taking the machine's memory. (Not in
+        // a sanitizer build, whose shadow memory alone is terabytes of address space.)
+        if !runsUnderSanitizer {
+            var limit = rlimit(rlim_cur: 4 << 30, rlim_max: 4 << 30)
+            setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+        }
         signal(SIGPIPE, SIG_IGN)
         MetadataReader.initialize()
         vips_concurrency_set(1)  // parallelism comes from several workers
