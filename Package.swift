@@ -23,7 +23,7 @@ let package = Package(
         // Storage core: library layout, schema, blobs, import, albums, trash, versions.
         .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem"]),
         // Filesystem core: the namespace, inode numbers, what each operation means.
-        .target(name: "AlbumFSCore", dependencies: ["AlbumCore"]),
+        .target(name: "AlbumFSCore", dependencies: ["AlbumCore"], exclude: ["Writing/README.md"]),
         // The only code that imports libfuse.
         .target(name: "FuseBridge", dependencies: ["AlbumFSCore", "AlbumCore", "CFuse"]),
         .executableTarget(name: "albumfs", dependencies: ["AlbumCore", "AlbumFSCore", "FuseBridge"]),
