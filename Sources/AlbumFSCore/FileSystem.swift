@@ -82,8 +82,10 @@ public final class FileSystem: Sendable {
                                 workerExecutable: String? = nil) throws -> FileSystem {
         let library = try Library.open(at: path, access: .exclusive, lock: lock)
         MetadataReader.initialize()
-        let decoders = DecoderPool.ofThisProgram(executable: workerExecutable)
-        let background = DecoderPool.ofThisProgram(executable: workerExecutable, count: 1, nice: 19)
+        // A decoder's time limit; the tests shorten it (ALBUMFS_TEST_DECODER_SECONDS).
+        let timeout = ProcessInfo.processInfo.environment["ALBUMFS_TEST_DECODER_SECONDS"].flatMap(Double.init) ?? 60
+        let decoders = DecoderPool.ofThisProgram(executable: workerExecutable, timeout: timeout)
+        let background = DecoderPool.ofThisProgram(executable: workerExecutable, count: 1, nice: 19, timeout: timeout)
         let fs = FileSystem(library: library, options: options, decoder: decoders, backgroundDecoder: background)
         fs.startSchedule()
         return fs

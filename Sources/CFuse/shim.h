@@ -55,7 +55,6 @@ static inline void shim_fi_set_noflush(struct fuse_file_info *fi, int noflush) {
 
 static inline uint64_t shim_fi_fh(const struct fuse_file_info *fi) { return fi ? fi->fh : 0; }
 static inline int shim_fi_flags(const struct fuse_file_info *fi) { return fi ? fi->flags : 0; }
-static inline int shim_fi_flush(const struct fuse_file_info *fi) { return fi ? fi->flush : 0; }
 
 // What AlbumFS asks of the kernel at INIT: NFS export (lookups of "." and ".."),
 // splice for reads, readdirplus, 1 MiB requests, nanosecond times.
@@ -75,83 +74,19 @@ static inline void shim_configure_conn(struct fuse_conn_info *conn, unsigned max
 }
 
 // ---- FUSE passthrough (kernel 6.9+): the kernel reads a file's backing file itself,
-// page cache included, and the daemon sees no READ. libfuse 3.14 predates it: its INIT
-// reply cannot ask for it and its open reply cannot carry a backing id, so these do
-// both by hand. The constants and layouts are the kernel's (include/uapi/linux/fuse.h,
+// page cache included, and the daemon sees no READ. libfuse 3.14 predates it: its open
+// reply cannot carry a backing id, so these build it by hand; the INIT reply that asks
+// for passthrough is in init.h. Constants are the kernel's (include/uapi/linux/fuse.h,
 // protocol 7.40); Debian 12's linux-libc-dev is older than they are.
 
-#define ALBUMFS_FUSE_INIT_EXT (1u << 30)
-#define ALBUMFS_FUSE_PASSTHROUGH_FLAGS2 (1u << 5)   // FUSE_PASSTHROUGH, bit 37 of the 64 flags
+#include "init.h"
+
 #define ALBUMFS_FOPEN_NOFLUSH (1u << 5)
 #define ALBUMFS_FOPEN_PASSTHROUGH (1u << 7)
 
 struct albumfs_backing_map { int32_t fd; uint32_t flags; uint64_t padding; };
 #define ALBUMFS_DEV_IOC_BACKING_OPEN _IOW(229, 1, struct albumfs_backing_map)
 #define ALBUMFS_DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
-
-// Answers the kernel's INIT before the loop starts. libfuse handles the request as it
-// always does (its state, our init callback) while its reply is diverted into a pipe;
-// the reply then goes to the kernel with FUSE_PASSTHROUGH added when `want` is set and
-// the kernel offered it. Returns 1 when passthrough was asked for, 0 when not, -1 on
-// error (errno set). Runs before any worker thread exists: nothing else uses the fd.
-static inline int shim_answer_init(struct fuse_session *se, int want) {
-    int fd = fuse_session_fd(se);
-    size_t size = 1 << 17;
-    char *in = malloc(size);
-    if (!in) return -1;
-    ssize_t n;
-    do { n = read(fd, in, size); } while (n < 0 && errno == EINTR);
-    // fuse_in_header (40 bytes), then fuse_init_in: major, minor, max_readahead, flags, flags2
-    if (n < 40 + 16 || *(uint32_t *)(in + 4) != 26 /* FUSE_INIT */) {
-        free(in);
-        errno = n < 0 ? errno : EPROTO;
-        return -1;
-    }
-    const uint32_t *init_in = (const uint32_t *)(in + 40);
-    uint32_t in_flags = init_in[3];
-    uint32_t in_flags2 = (n >= 40 + 20 && (in_flags & ALBUMFS_FUSE_INIT_EXT)) ? init_in[4] : 0;
-    int passthrough = want && init_in[1] >= 40 && (in_flags2 & ALBUMFS_FUSE_PASSTHROUGH_FLAGS2);
-
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) != 0) { free(in); return -1; }
-    int saved = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (saved < 0 || dup3(pipefd[1], fd, O_CLOEXEC) < 0) {
-        int e = errno;
-        if (saved >= 0) close(saved);
-        close(pipefd[0]); close(pipefd[1]); free(in);
-        errno = e;
-        return -1;
-    }
-    struct fuse_buf buf;
-    memset(&buf, 0, sizeof buf);
-    buf.size = (size_t)n;
-    buf.mem = in;
-    fuse_session_process_buf(se, &buf);
-    dup3(saved, fd, O_CLOEXEC);
-    close(saved);
-    close(pipefd[1]);
-    free(in);
-
-    // fuse_out_header (16 bytes), then fuse_init_out: flags at 12, flags2 at 32,
-    // max_stack_depth at 36.
-    char out[512];
-    ssize_t m;
-    do { m = read(pipefd[0], out, sizeof out); } while (m < 0 && errno == EINTR);
-    close(pipefd[0]);
-    if (m < 16) { errno = EPROTO; return -1; }
-    int32_t error = *(int32_t *)(out + 4);
-    if (passthrough && (error != 0 || m < 16 + 40)) passthrough = 0;
-    if (passthrough) {
-        *(uint32_t *)(out + 16 + 12) |= ALBUMFS_FUSE_INIT_EXT;
-        *(uint32_t *)(out + 16 + 32) |= ALBUMFS_FUSE_PASSTHROUGH_FLAGS2;
-        // Backing files must be on a filesystem that stacks on nothing (ext4, xfs, ...).
-        *(uint32_t *)(out + 16 + 36) = 1;
-    }
-    ssize_t w;
-    do { w = write(fd, out, (size_t)m); } while (w < 0 && errno == EINTR);
-    if (w != m) return -1;
-    return passthrough;
-}
 
 // Registers `file` as a backing file; returns its id (> 0), or -1 with errno.
 static inline int shim_backing_open(struct fuse_session *se, int file) {

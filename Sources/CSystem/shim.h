@@ -55,4 +55,12 @@ static inline int shim_start_writeback(int fd, off_t offset, off_t length) {
 static inline int shim_pipe_cloexec(int fds[2]) { return pipe2(fds, 02000000 /* O_CLOEXEC */); }
 
 static inline long shim_utime_omit(void) { return UTIME_OMIT; }
+
+// A spawned child inherits only fds 0, 1 and 2 (posix_spawn_file_actions_addclosefrom_np
+// needs _GNU_SOURCE).
+#include <spawn.h>
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+static inline int shim_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
 #endif

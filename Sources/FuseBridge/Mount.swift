@@ -111,12 +111,17 @@ public enum FuseMount {
             fuse_session_unmount(session)
             throw MountError("cannot install signal handlers")
         }
-        // With passthrough wanted, INIT is answered here rather than by the loop, so
-        // that FUSE passthrough can be asked for (see shim_answer_init): read-only opens
-        // of photos are then read by the kernel from the blob itself.
-        let passthrough = request.options.usesPassthrough ? shim_answer_init(session, 1) : 0
+        // INIT is answered here rather than by the loop (see CFuse/init.h): lookups of
+        // one folder run side by side, and with passthrough wanted read-only opens of
+        // photos are read by the kernel from the blob itself.
+        let fault: Int32 = switch ProcessInfo.processInfo.environment["ALBUMFS_TEST_INIT_FAULT"] {
+        case "restore": 1
+        case "reply": 2
+        default: 0
+        }
+        let passthrough = shim_answer_init(session, request.options.usesPassthrough ? 1 : 0, fault)
         guard passthrough >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = errno == EPROTO ? "the kernel and libfuse do not agree on a protocol" : String(cString: strerror(errno))
             Log.error("the kernel's INIT could not be answered: \(reason)")
             fuse_remove_signal_handlers(session)
             fuse_session_unmount(session)
@@ -141,13 +146,15 @@ public enum FuseMount {
     /// A missing, non-folder, busy or non-empty mountpoint is refused before anything
     /// is mounted.
     static func checkMountpoint(_ path: String) throws {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            if errno == ENOTCONN {
-                throw MountError("\(path) is a dead FUSE mount (its daemon is gone); unmount it first: fusermount3 -u \(path)")
-            }
-            throw MountError("mountpoint \(path) does not exist; create it first: mkdir -p \(path)")
+        let found: stat?
+        do {
+            found = try SystemCalls.status(path)
+        } catch LibraryError.io(_, let code) where code == ENOTCONN {
+            throw MountError("\(path) is a dead FUSE mount (its daemon is gone); unmount it first: fusermount3 -u \(path)")
+        } catch {
+            throw MountError("cannot use mountpoint \(path): \(error)")
         }
+        guard let st = found else { throw MountError("mountpoint \(path) does not exist; create it first: mkdir -p \(path)") }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { throw MountError("mountpoint \(path) is not a folder") }
         let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         if let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) {
@@ -160,16 +167,9 @@ public enum FuseMount {
                 }
             }
         }
-        guard let dir = opendir(path) else { throw MountError("cannot read mountpoint \(path): \(String(cString: strerror(errno)))") }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." {
-                throw MountError("mountpoint \(path) is not empty; mount on an empty folder")
-            }
-        }
+        let names: [[UInt8]]
+        do { names = try SystemCalls.names(in: path) } catch { throw MountError("cannot read mountpoint \(path): \(error)") }
+        guard names.isEmpty else { throw MountError("mountpoint \(path) is not empty; mount on an empty folder") }
     }
 
     /// Open file descriptors above stderr.

@@ -115,6 +115,26 @@ final class MountLifecycleTests: XCTestCase {
         XCTAssertTrue(waitUntil { self.daemons().isEmpty })
     }
 
+    /// INIT that cannot be answered (the device cannot be restored after libfuse's reply
+    /// was diverted, or libfuse answers with an error) ends the mount with one clear
+    /// line: no hung mount, no daemon left.
+    func testAFailedInitEndsTheMountClearly() throws {
+        for fault in ["restore", "reply"] {
+            let mnt = try mountpoint("mnt-\(fault)")
+            let result = try Processes.run(Processes.albumfs, ["mount", "-f", library, mnt], environment: ["ALBUMFS_TEST_INIT_FAULT": fault], timeout: 30)
+            XCTAssertNotEqual(result.status, 0, fault)
+            XCTAssertTrue(result.stderr.contains("albumfs: cannot start the FUSE session: INIT failed"), "\(fault): \(result.stderr)")
+            XCTAssertFalse(MountedLibrary.isMounted(mnt), "\(fault) left a mount")
+            XCTAssertTrue(waitUntil { self.daemons().isEmpty }, fault)
+        }
+        // And the library mounts as usual afterwards.
+        let mnt = try mountpoint()
+        XCTAssertTrue(try Processes.albumfs("mount", library, mnt).ok)
+        XCTAssertTrue(try Processes.shell("test -f '\(mnt)/All Photos/DSCN0010.jpg'").ok)
+        XCTAssertTrue(try Processes.run("fusermount3", ["-u", mnt]).ok)
+        XCTAssertTrue(waitUntil { self.daemons().isEmpty })
+    }
+
     func testReadOnlyMountRefusesChanges() throws {
         let mnt = try mountpoint()
         XCTAssertTrue(try Processes.albumfs("mount", library, mnt, "-o", "ro").ok)

@@ -12,16 +12,23 @@ public final class MountedLibrary: @unchecked Sendable {
     public let logPath: String
     public private(set) var process: Process?
     public private(set) var options: [String]
+    /// Added to the daemon's environment (the test hooks of the decoder workers).
+    public var environment: [String: String]
     /// Whether the mount on `mountpoint` is this object's to unmount (a later object may
     /// mount the same folder after this one unmounted it).
     private var ownsMount = false
+    /// How a descriptor leak found at unmount is reported: XCTFail unless a Swift Testing
+    /// suite says otherwise.
+    public var reportLeak: @Sendable (String) -> Void = { XCTFail($0) }
 
     /// Mounts `library` (which must exist) on a fresh folder in `temp`.
-    public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = []) throws {
+    public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = [],
+                environment: [String: String] = [:]) throws {
         self.library = library
         self.mountpoint = temp.sub(name)
         self.logPath = temp.sub("\(name).log")
         self.options = options
+        self.environment = environment
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         try start()
     }
@@ -33,6 +40,7 @@ public final class MountedLibrary: @unchecked Sendable {
         process.arguments = ["mount", library, mountpoint, "-f", "-o", (["log=\(logPath)"] + options).joined(separator: ",")]
         var environment = ProcessInfo.processInfo.environment
         environment["ALBUMFS_EXIT_WITH_PARENT"] = "1"
+        environment.merge(self.environment) { $1 }
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         let errors = Pipe()
@@ -75,11 +83,19 @@ public final class MountedLibrary: @unchecked Sendable {
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Unmounts (fusermount3 -u, then lazily if busy) and waits for the daemon to exit.
+    /// First, as gocryptfs's tests do, it checks that the daemon holds no descriptor of a
+    /// file it has no business holding once every program is done with the mount.
     public func unmount() {
         guard ownsMount else { return }
         ownsMount = false
         let process = self.process
         self.process = nil
+        if let process, process.isRunning {
+            let leaked = heldFiles(pid: process.processIdentifier)
+            if !leaked.isEmpty {
+                reportLeak("the daemon still holds \(leaked.count) descriptor(s) after the test: \(leaked.joined(separator: ", "))")
+            }
+        }
         if MountedLibrary.isMounted(mountpoint) {
             _ = try? Processes.run("fusermount3", ["-u", mountpoint], timeout: 30)
             if MountedLibrary.isMounted(mountpoint) {
@@ -93,6 +109,31 @@ public final class MountedLibrary: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+    }
+
+    /// Regular files the daemon holds open other than its own database, lock and log:
+    /// blobs, staging and plain files, thumbnails, files outside the library. Releases
+    /// reach the daemon after close(2) returns, so a few seconds are given for them.
+    public func heldFiles(pid: Int32) -> [String] {
+        let own = [library + "/library.db", logPath]
+        func held() -> [String] {
+            let folder = "/proc/\(pid)/fd"
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
+            return names.compactMap { name -> String? in
+                var st = stat()
+                guard stat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                      let target = try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + name)
+                else { return nil }
+                return own.contains { target.hasPrefix($0) } ? nil : target
+            }.sorted()
+        }
+        let deadline = Date().addingTimeInterval(5)
+        var found = held()
+        while !found.isEmpty && Date() < deadline {
+            usleep(50_000)
+            found = held()
+        }
+        return found
     }
 
     /// Kills the daemon with SIGKILL (a crash), then clears the dead mount.

@@ -14,6 +14,7 @@ extension Library {
     public func memberships(ofAsset assetID: Int64) throws -> [Membership] { try read { try $0.memberships(ofAsset: assetID) } }
     public func assets(withSHA256 sha256: String) throws -> [Asset] { try read { try $0.assets(withSHA256: sha256) } }
     public func aliasedAsset(ino: Int64) throws -> Int64? { try read { try $0.aliasedAsset(ino: ino) } }
+    public func aliasKeepsItsNumber(_ ino: Int64) throws -> Bool { try read { try $0.aliasKeepsItsNumber(ino) } }
     public func xattr(ino: Int64, name: String) throws -> [UInt8]? { try read { try $0.xattr(ino: ino, name: name) } }
     public func xattrNames(ino: Int64) throws -> [String] { try read { try $0.xattrNames(ino: ino) } }
     public func assets(in view: AssetView, after: Int64 = -1, limit: Int = Int.max) throws -> [Asset] { try read { try $0.assets(in: view, after: after, limit: limit) } }

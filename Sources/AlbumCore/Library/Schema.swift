@@ -170,6 +170,10 @@ enum Schema {
         CREATE INDEX plain_files_blob ON plain_files(blob_sha256) WHERE blob_sha256 IS NOT NULL;
         CREATE INDEX plain_files_unfinished ON plain_files(id) WHERE unfinished = 1;
         ALTER TABLE blobs ADD COLUMN damaged INTEGER NOT NULL DEFAULT 0;
+        -- An alias made by a copy (a file whose bytes were a photo the library had) keeps
+        -- reporting its own number to whoever holds it (an NFS client's handle from its
+        -- CREATE); one made by a save reports the photo's, which the save keeps.
+        ALTER TABLE aliases ADD COLUMN own_number INTEGER NOT NULL DEFAULT 0;
         """,
     ]
 

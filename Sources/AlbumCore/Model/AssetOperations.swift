@@ -38,6 +38,11 @@ extension LibraryRecords {
         try db.scalar("SELECT asset_id FROM aliases WHERE ino = ?", ino)
     }
 
+    /// Whether an alias keeps reporting its own number (see `addAlias`).
+    public func aliasKeepsItsNumber(_ ino: Int64) throws -> Bool {
+        try db.scalar("SELECT own_number FROM aliases WHERE ino = ?", ino) == 1
+    }
+
     public func versions(of id: Int64) throws -> [Version] {
         try db.query("SELECT version, sha256, size, created_at FROM versions WHERE asset_id = ? ORDER BY version", id) {
             Version(version: $0.int(0), sha256: $0.text(1), size: $0.int64(2), createdAt: $0.int64(3))
@@ -71,10 +76,12 @@ extension Transaction {
 
     /// Records that inode number `ino` now stands for `asset`. Attributes stored on the
     /// number (Samba sets them on a file it is still writing) go to the asset where it
-    /// has none of that name: the asset's own values win.
-    public func addAlias(ino: Int64, asset: Int64) throws {
+    /// has none of that name: the asset's own values win. `keepsItsNumber`: a copy's
+    /// number, which whoever holds it (an NFS client, since its CREATE) keeps seeing as
+    /// that file's st_ino; otherwise a save's, which reports the photo's own.
+    public func addAlias(ino: Int64, asset: Int64, keepsItsNumber: Bool = false) throws {
         guard ino != asset else { return }
-        try db.run("INSERT OR REPLACE INTO aliases(ino, asset_id) VALUES (?, ?)", ino, asset)
+        try db.run("INSERT OR REPLACE INTO aliases(ino, asset_id, own_number) VALUES (?, ?, ?)", ino, asset, keepsItsNumber)
         try db.run("INSERT OR IGNORE INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ?", asset, ino)
         try db.run("DELETE FROM xattrs WHERE ino = ?", ino)
     }

@@ -1,3 +1,4 @@
+import CSystem
 import CVips
 import Foundation
 import Glibc
@@ -213,6 +214,9 @@ public final class DecoderPool: Decoding, @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, toWorker.read.raw, 0)
         posix_spawn_file_actions_adddup2(&actions, fromWorker.write.raw, 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else: a worker must hold no descriptor of the daemon's (a pipe its
+        // caller waits on to see it end).
+        _ = shim_spawn_close_from(&actions, 3)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         // A decoder that crashes dies at once: no Swift backtrace first (nobody reads it,
         // and it would hold the request until its time limit).
@@ -232,7 +236,8 @@ public final class DecoderPool: Decoding, @unchecked Sendable {
 public enum DecoderWorker {
     /// Fault injection for the tests: a worker whose environment names a marker dies
     /// (SIGSEGV) on any file that holds it in its first 64 KiB, as a parser crashing on
-    /// crafted bytes would; or hangs, as one looping forever would.
+    /// crafted bytes would; or hangs making its thumbnail, as a decoder looping forever
+    /// would.
     static let crashMarker = ProcessInfo.processInfo.environment["ALBUMFS_TEST_CRASH_MARKER"]
     static let hangMarker = ProcessInfo.processInfo.environment["ALBUMFS_TEST_HANG_MARKER"]
 
@@ -244,6 +249,14 @@ public enum DecoderWorker {
     }
 
     public static func serve(nice: Int = 0) -> Int32 {
+        // A worker never outlives the daemon that started it, even one stuck in a decoder
+        // (a closed stdin ends the others). Not PR_SET_PDEATHSIG: that fires when the
+        // thread that spawned the worker ends, and the daemon's threads come and go.
+        let parent = getppid()
+        Thread.detachNewThread {
+            while getppid() == parent { sleep(1) }
+            _exit(0)
+        }
         if nice != 0 { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Int32(nice)) }
         // A decompression bomb fails here instead of taking the machine's memory. (Not in
         // a sanitizer build, whose shadow memory alone is terabytes of address space.)
@@ -281,7 +294,7 @@ public enum DecoderWorker {
                 signal(SIGSEGV, SIG_DFL)
                 raise(SIGSEGV)
             }
-            if let marker = hangMarker, !marker.isEmpty, text.contains(marker) { while true { sleep(60) } }
+            if let marker = hangMarker, !marker.isEmpty, op == "thumb", text.contains(marker) { while true { sleep(60) } }
         }
         switch op {
         case "thumb":

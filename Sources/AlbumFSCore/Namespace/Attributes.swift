@@ -56,9 +56,16 @@ extension FileSystem {
         try attributes(of: existing(ino), ino: ino)
     }
 
+    /// `ino`: the number it was asked by. A copy's number that stands for a photo the
+    /// library had keeps reporting itself (an NFS client holds it since its CREATE).
     func attributes(of item: Item, ino: UInt64? = nil) throws -> Attributes {
         switch item {
         case .asset(let asset):
+            if let ino, ino != UInt64(asset.id), try library.aliasKeepsItsNumber(Int64(ino)) {
+                var a = attributes(of: asset)
+                a.ino = ino
+                return a
+            }
             return attributes(of: asset)
         case .plain(let file):
             return try attributes(of: file)

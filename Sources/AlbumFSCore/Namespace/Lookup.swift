@@ -29,7 +29,8 @@ extension FileSystem {
                 return bytes.count == 1 ? found : try self.parent(of: found, in: r)
             }
             guard let item else { throw FSError(ENOTDIR, "inode \(parent) is not a folder", logged: false) }
-            return Found(attributes: try attributes(of: item), name: String(decoding: bytes, as: UTF8.self))
+            return Found(attributes: try attributes(of: item, ino: bytes.count == 1 ? parent : nil),
+                         name: String(decoding: bytes, as: UTF8.self))
         }
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }

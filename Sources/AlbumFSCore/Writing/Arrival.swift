@@ -118,7 +118,7 @@ extension FileSystem {
                     _ = try tx.addExisting(asset.id, destination: destination)
                     if unhide { try tx.setHidden(asset.id, false) }
                     if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
-                    try tx.addAlias(ino: fileID, asset: asset.id)
+                    try tx.addAlias(ino: fileID, asset: asset.id, keepsItsNumber: true)
                     return Landed(asset: try tx.asset(id: asset.id)!, before: asset, backup: nil, isNew: false)
                 case .duplicate(let source, let destination):
                     let (asset, _) = try tx.duplicate(source, id: fileID, name: name, destination: destination,

@@ -1,0 +1,162 @@
+#ifndef ALBUMFS_CFUSE_INIT_H
+#define ALBUMFS_CFUSE_INIT_H
+// The kernel's INIT, answered by AlbumFS rather than by libfuse's loop.
+//
+// Why: libfuse 3.14 builds the INIT reply from what it knows, and it knows neither
+// FUSE passthrough (kernel 6.9) nor, on this kernel, how to keep FUSE_PARALLEL_DIROPS
+// in the reply (measured: the flag is in `want` but not in the reply, so the kernel
+// runs every lookup of a folder one after another, and one slow thumbnail stalls every
+// lookup beside it). So libfuse handles the request as it always does (its state, our
+// init callback) while its reply is diverted into a pipe; the reply is then amended
+// here and written to the kernel. Runs before any worker thread exists: nothing else
+// reads or writes the device meanwhile.
+//
+// Layouts are the kernel's (include/uapi/linux/fuse.h, protocol 7.40); Debian 12's
+// linux-libc-dev is older than they are, so they are spelled out here.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <fuse_lowlevel.h>
+
+#define ALBUMFS_FUSE_OPCODE_INIT 26
+#define ALBUMFS_FUSE_PARALLEL_DIROPS (1u << 18)
+#define ALBUMFS_FUSE_INIT_EXT (1u << 30)
+#define ALBUMFS_FUSE_PASSTHROUGH_FLAGS2 (1u << 5)   // FUSE_PASSTHROUGH, bit 37 of 64
+
+struct albumfs_in_header {
+    uint32_t len, opcode;
+    uint64_t unique, nodeid;
+    uint32_t uid, gid, pid;
+    uint16_t total_extlen, padding;
+};
+// Kernels before 7.36 send only the first four fields.
+struct albumfs_init_in { uint32_t major, minor, max_readahead, flags, flags2, unused[11]; };
+struct albumfs_out_header { uint32_t len; int32_t error; uint64_t unique; };
+struct albumfs_init_out {
+    uint32_t major, minor, max_readahead, flags;
+    uint16_t max_background, congestion_threshold;
+    uint32_t max_write, time_gran;
+    uint16_t max_pages, map_alignment;
+    uint32_t flags2, max_stack_depth;
+    uint32_t unused[6];
+};
+_Static_assert(sizeof(struct albumfs_in_header) == 40, "fuse_in_header");
+_Static_assert(sizeof(struct albumfs_init_out) == 64, "fuse_init_out");
+_Static_assert(offsetof(struct albumfs_init_out, flags2) == 32, "fuse_init_out.flags2");
+
+// What came of INIT.
+enum albumfs_init_result {
+    ALBUMFS_INIT_FAILED = -1,       // errno set; the session cannot serve
+    ALBUMFS_INIT_DONE = 0,          // answered, without passthrough
+    ALBUMFS_INIT_PASSTHROUGH = 1,   // answered, passthrough granted
+};
+
+// Reads the kernel's INIT, lets libfuse handle it into a pipe, amends the reply and
+// sends it. `want_passthrough`: ask for FUSE passthrough when the kernel offers it.
+// A libfuse error reply (for instance a protocol it does not speak) is sent on as it
+// is and reported as a failure with errno EPROTO.
+//
+// `test_fault` lets the mount tests walk the two failure paths for real: 1 makes the
+// restore of the device fail (as a dup3 failure would), 2 turns the reply into an
+// error reply. 0 in every other use.
+enum albumfs_init_fault { ALBUMFS_INIT_NO_FAULT = 0, ALBUMFS_INIT_FAULT_RESTORE = 1, ALBUMFS_INIT_FAULT_REPLY = 2 };
+
+static inline int shim_answer_init(struct fuse_session *se, int want_passthrough, int test_fault) {
+    int fd = fuse_session_fd(se);
+    // The kernel refuses reads smaller than its largest request; INIT itself is small.
+    size_t size = 1 << 21;
+    char *in = malloc(size);
+    if (!in) return ALBUMFS_INIT_FAILED;
+    ssize_t n;
+    do { n = read(fd, in, size); } while (n < 0 && errno == EINTR);
+    const struct albumfs_in_header *header = (const struct albumfs_in_header *)in;
+    if (n < (ssize_t)sizeof *header + 16 || header->opcode != ALBUMFS_FUSE_OPCODE_INIT) {
+        int e = n < 0 ? errno : EPROTO;
+        free(in);
+        errno = e;
+        return ALBUMFS_INIT_FAILED;
+    }
+    struct albumfs_init_in init_in;
+    memset(&init_in, 0, sizeof init_in);
+    size_t in_size = (size_t)n - sizeof *header;
+    memcpy(&init_in, in + sizeof *header, in_size < sizeof init_in ? in_size : sizeof init_in);
+    if (!(init_in.flags & ALBUMFS_FUSE_INIT_EXT)) init_in.flags2 = 0;
+
+    // Divert the device into a pipe while libfuse answers.
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) { int e = errno; free(in); errno = e; return ALBUMFS_INIT_FAILED; }
+    int saved = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (saved < 0 || dup3(pipefd[1], fd, O_CLOEXEC) < 0) {
+        int e = errno;
+        if (saved >= 0) close(saved);
+        close(pipefd[0]); close(pipefd[1]); free(in);
+        errno = e;
+        return ALBUMFS_INIT_FAILED;
+    }
+    struct fuse_buf buf;
+    memset(&buf, 0, sizeof buf);
+    buf.size = (size_t)n;
+    buf.mem = in;
+    fuse_session_process_buf(se, &buf);
+    int restored = dup3(test_fault == ALBUMFS_INIT_FAULT_RESTORE ? -1 : saved, fd, O_CLOEXEC);
+    int restore_errno = errno;
+    close(saved);
+    close(pipefd[1]);
+    free(in);
+    if (restored < 0) {
+        // The session's descriptor is the pipe now: nothing more can be served. It is
+        // turned into /dev/null, or libfuse's unmount would see the pipe's error, take
+        // it for a severed device and leave the mount behind (closing it instead would
+        // let libfuse close whatever reuses the number later).
+        close(pipefd[0]);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || dup3(null, fd, O_CLOEXEC) < 0) close(fd);
+        if (null >= 0) close(null);
+        errno = restore_errno;
+        return ALBUMFS_INIT_FAILED;
+    }
+
+    char out[sizeof(struct albumfs_out_header) + sizeof(struct albumfs_init_out) + 64];
+    ssize_t m;
+    do { m = read(pipefd[0], out, sizeof out); } while (m < 0 && errno == EINTR);
+    int read_errno = errno;
+    close(pipefd[0]);
+    if (m < (ssize_t)sizeof(struct albumfs_out_header)) {
+        errno = m < 0 ? read_errno : EPROTO;
+        return ALBUMFS_INIT_FAILED;
+    }
+    struct albumfs_out_header *out_header = (struct albumfs_out_header *)out;
+    if (test_fault == ALBUMFS_INIT_FAULT_REPLY) {
+        out_header->error = -EPROTO;
+        out_header->len = (uint32_t)sizeof *out_header;
+        m = (ssize_t)sizeof *out_header;
+    }
+    int result = ALBUMFS_INIT_DONE;
+    int complete = out_header->error == 0
+        && m >= (ssize_t)(sizeof *out_header + offsetof(struct albumfs_init_out, unused));
+    if (complete) {
+        struct albumfs_init_out reply;
+        memcpy(&reply, out + sizeof *out_header, sizeof reply < (size_t)m - sizeof *out_header
+               ? sizeof reply : (size_t)m - sizeof *out_header);
+        // Lookups and listings of one folder run side by side (libfuse asked, see above).
+        if (init_in.flags & ALBUMFS_FUSE_PARALLEL_DIROPS) reply.flags |= ALBUMFS_FUSE_PARALLEL_DIROPS;
+        if (want_passthrough && init_in.minor >= 40 && (init_in.flags2 & ALBUMFS_FUSE_PASSTHROUGH_FLAGS2)) {
+            reply.flags |= ALBUMFS_FUSE_INIT_EXT;
+            reply.flags2 |= ALBUMFS_FUSE_PASSTHROUGH_FLAGS2;
+            // Backing files must be on a filesystem that stacks on nothing (ext4, xfs).
+            reply.max_stack_depth = 1;
+            result = ALBUMFS_INIT_PASSTHROUGH;
+        }
+        memcpy(out + sizeof *out_header, &reply, offsetof(struct albumfs_init_out, unused));
+    }
+    ssize_t w;
+    do { w = write(fd, out, (size_t)m); } while (w < 0 && errno == EINTR);
+    if (w != m) return ALBUMFS_INIT_FAILED;
+    if (out_header->error != 0) { errno = EPROTO; return ALBUMFS_INIT_FAILED; }
+    return result;
+}
+
+#endif

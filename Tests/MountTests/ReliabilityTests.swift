@@ -1,0 +1,319 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// The defects of issue 12, each on a real mount: no byte lost when an import fails, a
+/// close that returns 0 is durable, slow NFS writers are imported once and whole, damaged
+/// originals heal, decoders that fail for a moment are tried again, a crashing parser
+/// costs one file, listings never wait for decoders, numbers handed out stay true, and
+/// names in another case are not kept after the file goes.
+final class ReliabilityTests: XCTestCase {
+    var temp: TempDirectory!
+    var mount: MountedLibrary!
+    var lib: String!
+    let gps = Samples.directory + "/photos/jpg/gps"
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-reliability")
+        lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+    }
+
+    override func tearDown() {
+        mount?.unmount()
+        mount = nil
+        temp?.remove()
+    }
+
+    func start(_ environment: [String: String] = [:]) throws {
+        mount = try MountedLibrary(library: lib, temp: temp, environment: environment)
+        try sh("mkdir Albums/A")
+    }
+
+    var m: String { mount.mountpoint }
+
+    @discardableResult
+    func sh(_ command: String, status: Int32 = 0) throws -> Processes.Result {
+        let result = try Processes.shell("cd \(q(m)) && \(command)")
+        XCTAssertEqual(result.status, status, "\(command): \(result.stderr)")
+        return result
+    }
+
+    func library() throws -> Library { try Library.open(at: lib, access: .reader) }
+
+    /// A copy of a sample with other bytes (a JPEG comment carrying `tag`).
+    func variant(_ name: String, _ tag: String) throws -> String {
+        let path = temp.sub("\(tag)-\(name)")
+        try MediaFactory.variant(of: gps + "/" + name, at: path, tag: tag)
+        return path
+    }
+
+    func sha256(_ path: String) throws -> String { try SystemCalls.open(path, flags: O_RDONLY).sha256() }
+
+    // MARK: data
+
+    /// An import that fails at a rename or a close (here: the blob's folder cannot be
+    /// made, as an I/O error would) loses nothing: the file is exactly as it went in.
+    func testAnImportThatFailsLosesNothing() throws {
+        try start()
+        let photo = try variant("DSCN0021.jpg", "blocked")
+        let prefix = String(try sha256(photo).prefix(2))
+        // A file where the blob's folder would go.
+        XCTAssertTrue(FileManager.default.createFile(atPath: "\(lib!)/originals/\(prefix)", contents: Data("x".utf8)))
+        try sh("cp \(q(photo)) Albums/A/.x.tmp")
+        let renamed = try sh("mv Albums/A/.x.tmp Albums/A/x.jpg", status: 1)
+        XCTAssertTrue(renamed.stderr.contains("Not a directory"), renamed.stderr)
+        try sh("cmp \(q(photo)) Albums/A/.x.tmp")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: m + "/Albums/A/x.jpg"))
+        let closed = try sh("cp \(q(photo)) Albums/A/y.jpg", status: 1)
+        XCTAssertTrue(closed.stderr.contains("Not a directory"), closed.stderr)
+        try sh("cmp \(q(photo)) Albums/A/y.jpg")
+        XCTAssertEqual(try library().stats().assets, 0, "nothing half-imported")
+        // Once the obstacle is gone, both become the photo they are.
+        unlink("\(lib!)/originals/\(prefix)")
+        try sh("mv Albums/A/.x.tmp Albums/A/x.jpg && cmp \(q(photo)) Albums/A/x.jpg")
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "x.jpg\n")
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+    }
+
+    /// close() returning 0 means durable, whatever other handles are open; and a refusal
+    /// is that close's.
+    func testCloseIsDurableWithOtherHandlesOpen() throws {
+        try start()
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/A/P.jpg")
+        let script = """
+            import errno, os, sqlite3, sys
+            lib, photo, text = sys.argv[1], sys.argv[2], sys.argv[3]
+            def assets():
+                db = sqlite3.connect('file:' + lib + '/library.db?mode=ro', uri=True)
+                n = db.execute('select count(*) from assets').fetchone()[0]
+                db.close()
+                return n
+            w = open('Albums/A/new.jpg', 'wb')
+            r = open('Albums/A/new.jpg', 'rb')
+            w.write(open(photo, 'rb').read())
+            w.close()
+            assert assets() == 2, 'imported at the close, with a reader still open'
+            r.close()
+            w = open('Albums/A/P.jpg', 'r+b')
+            r = open('Albums/A/P.jpg', 'rb')
+            w.truncate(0)
+            w.write(open(text, 'rb').read())
+            try:
+                w.close()
+                sys.exit('the close of text written into a photo returned 0')
+            except OSError as e:
+                assert e.errno == errno.EINVAL, e
+            r.close()
+            """
+        let result = try Processes.run("python3", ["-c", script, lib, gps + "/DSCN0012.jpg", Samples.directory + "/extras/notes.txt"],
+                                       currentDirectory: m)
+        XCTAssertTrue(result.ok, result.stderr)
+        try sh("cmp \(q(gps))/DSCN0010.jpg Albums/A/P.jpg")
+    }
+
+    /// A damaged original is healed by good bytes with its hash: a copy into the mount, or
+    /// `albumfs import`. What `check` finds and cannot see cheaply is marked by
+    /// `check --repair`, which says how to heal it.
+    func testADamagedOriginalIsHealedByItsBytes() throws {
+        try start()
+        try sh("cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg Albums/A/")
+        let library = try library()
+        func blob(_ name: String) throws -> String { library.files.absolute(.blob(try XCTUnwrap(try library.asset(named: name)).sha256)) }
+        // Cut short: reads fail at once, until the intact file is copied in again.
+        let cut = try blob("DSCN0010.jpg")
+        chmod(cut, 0o600)
+        XCTAssertEqual(truncate(cut, 1000), 0)
+        try sh("cat Albums/A/DSCN0010.jpg > /dev/null", status: 1)
+        try sh("mkdir Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/B/")
+        try sh("cmp \(q(gps))/DSCN0010.jpg Albums/A/DSCN0010.jpg")
+        XCTAssertTrue(mount.log.contains("repaired the original"), mount.log)
+        // Altered with its size and mtime kept: only check sees it, and --repair marks it.
+        let altered = try blob("DSCN0012.jpg")
+        let stamp = try XCTUnwrap(try SystemCalls.status(altered)).modificationNanoseconds
+        chmod(altered, 0o600)
+        let file = try XCTUnwrap(FileHandle(forUpdatingAtPath: altered))
+        try file.seek(toOffset: 3000)
+        file.write(Data([0x55, 0x55]))
+        try file.close()
+        try SystemCalls.setModificationTime(path: altered, nanoseconds: stamp)
+        mount.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 1)
+        XCTAssertTrue(check.stdout.contains("DSCN0012.jpg") && check.stdout.contains("copy the intact file"), check.stdout)
+        let repair = try Processes.albumfs("check", lib, "--repair")
+        XCTAssertTrue(repair.stdout.contains("marked 1 damaged original"), repair.stdout)
+        XCTAssertEqual(try Processes.albumfs("import", lib, gps + "/DSCN0012.jpg").status, 0)
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0, "healed")
+        try mount.start()
+        try sh("cmp \(q(gps))/DSCN0012.jpg Albums/A/DSCN0012.jpg")
+    }
+
+    /// Numbers handed out stay true: a file whose bytes were a photo the library had keeps
+    /// its number for whoever created it (an NFS client's handle), and the name finds the
+    /// photo.
+    func testAFileThatWasADuplicateKeepsItsNumberForItsHandle() throws {
+        try start()
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/A/P.jpg && mkdir Albums/B")
+        let photo = try sh("stat -c %i Albums/A/P.jpg").stdout
+        let script = """
+            import os, sys
+            fd = os.open('Albums/B/again.jpg', os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            held = os.open('Albums/B/again.jpg', os.O_RDONLY)
+            mine = os.fstat(fd).st_ino
+            os.write(fd, open(sys.argv[1], 'rb').read())
+            os.close(fd)
+            print(mine, os.fstat(held).st_ino)
+            """
+        let result = try Processes.run("python3", ["-c", script, gps + "/DSCN0010.jpg"], currentDirectory: m)
+        XCTAssertTrue(result.ok, result.stderr)
+        XCTAssertEqual(try library().stats().assets, 1, "the same photo, now in B too")
+        let numbers = result.stdout.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        XCTAssertEqual(numbers.count, 2)
+        XCTAssertEqual(numbers.first, numbers.last, "a handle held since the create keeps its number")
+        XCTAssertEqual(try sh("ls -i Albums/B | cut -d' ' -f1").stdout, photo, "the listing shows the photo's number")
+    }
+
+    /// NFS writers that write slowly (COMMIT after each part, pauses longer than the
+    /// settle time): a TIFF and a Matroska video are imported once, whole; and a file
+    /// whose bytes are a photo the library has keeps its handle's number.
+    func testSlowNFSWritersAreImportedOnceWhole() throws {
+        try start()
+        let client = temp.sub("nfs-write")
+        let built = try Processes.run("gcc", ["-O1", "-o", client, Samples.packageRoot + "/Tests/Clients/nfs-write.c", "-lnfs"])
+        XCTAssertTrue(built.ok, built.stderr)
+        let tiff = temp.sub("slow.tif"), mkv = temp.sub("slow.mkv")
+        XCTAssertTrue(try Processes.run("vips", ["copy", gps + "/DSCN0010.jpg", tiff]).ok)
+        XCTAssertTrue(try Processes.run("ffmpeg", ["-v", "error", "-i", Samples.directory + "/videos/clip-2021-03-05.mp4", "-c", "copy", mkv]).ok)
+        try sh("cp \(q(gps))/DSCN0012.jpg Albums/A/")
+        let nfs = try GaneshaServer(exporting: m, in: temp)
+        defer { nfs.stop() }
+        func write(_ source: String, as path: String, parts: Int, pauseMs: Int) throws -> [String] {
+            let output = temp.sub("nfs-write.out")
+            FileManager.default.createFile(atPath: output, contents: nil)
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: try Processes.which("nsenter"))
+            writer.arguments = ["--net=/proc/\(nfs.namespacePID)/ns/net", client, "127.0.0.1", m, path, source,
+                                String(parts), String(pauseMs)]
+            let input = Pipe()
+            writer.standardInput = input
+            writer.standardOutput = FileHandle(forWritingAtPath: output)
+            writer.standardError = FileHandle(forWritingAtPath: output)
+            try writer.run()
+            func lines() -> [String] { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+            let deadline = Date().addingTimeInterval(60)
+            while !lines().contains(where: { $0.hasPrefix("WRITTEN") }) && writer.isRunning && Date() < deadline { usleep(100_000) }
+            // Quiet for longer than the settle time, holding the file open.
+            sleep(3)
+            input.fileHandleForWriting.write(Data("go\n".utf8))
+            writer.waitUntilExit()
+            XCTAssertEqual(writer.terminationStatus, 0, lines().joined(separator: "\n"))
+            return lines()
+        }
+        for (source, name) in [(tiff, "slow.tif"), (mkv, "slow.mkv")] {
+            _ = try write(source, as: "/Albums/A/\(name)", parts: 4, pauseMs: 3500)
+            let library = try library()
+            let asset = try XCTUnwrap(try library.member(named: name, ofAlbum: try XCTUnwrap(try library.album(path: ["A"])).id)?.1, name)
+            XCTAssertEqual(asset.sha256, try sha256(source), "\(name): whole")
+            XCTAssertEqual(try library.versions(of: asset.id).count, 1, "\(name): imported once")
+        }
+        let lines = try write(gps + "/DSCN0012.jpg", as: "/Albums/A/copy-of-12.jpg", parts: 1, pauseMs: 0)
+        let written = lines.first { $0.hasPrefix("WRITTEN") }?.split(separator: " ").last
+        let after = lines.first { $0.hasPrefix("AFTER") }?.split(separator: " ")
+        XCTAssertNotNil(written)
+        XCTAssertEqual(after?[1], written, "the handle's number is the same after the import: \(lines)")
+        XCTAssertEqual(after.map { String($0[2]) }, String(try XCTUnwrap(try SystemCalls.status(gps + "/DSCN0012.jpg")).st_size))
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+
+    // MARK: robustness
+
+    /// A file that makes a metadata parser die costs that one file's metadata: it is kept
+    /// (a photo without metadata, and the log says so), and the mount stays up.
+    func testACrashingParserCostsOneFile() throws {
+        try start(["ALBUMFS_TEST_CRASH_MARKER": "marker-crash-me"])
+        let crafted = try variant("DSCN0010.jpg", "marker-crash-me")
+        try sh("cp \(q(crafted)) Albums/A/crafted.jpg && cp \(q(gps))/DSCN0012.jpg Albums/A/")
+        XCTAssertTrue(mount.process?.isRunning == true)
+        try sh("cmp \(q(crafted)) Albums/A/crafted.jpg")
+        XCTAssertTrue(mount.log.contains("crafted.jpg: its metadata could not be read"), mount.log)
+        try sh("getfattr -n user.albumfs.width Albums/A/crafted.jpg", status: 1)
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.width Albums/A/DSCN0012.jpg").stdout, "640")
+    }
+
+    /// A thumbnail that failed for a moment (the decoder out of time) is not marked for
+    /// good: after a remount with decoders that work, it is made.
+    func testThumbnailsThatFailForAMomentAreTriedAgain() throws {
+        try start(["ALBUMFS_TEST_HANG_MARKER": "marker-hang-me", "ALBUMFS_TEST_DECODER_SECONDS": "2"])
+        let slow = try variant("DSCN0010.jpg", "marker-hang-me")
+        try sh("cp \(q(slow)) Albums/A/slow.jpg")
+        try sh("stat Albums/A/.thumbnails/slow.jpg.jpg", status: 1)
+        XCTAssertTrue(mount.log.contains("it is tried again on the next look"), mount.log)
+        mount.unmount()
+        mount = try MountedLibrary(library: lib, temp: temp)
+        try sh("stat Albums/A/.thumbnails/slow.jpg.jpg > /dev/null")
+    }
+
+    /// Listing a folder, or its `.thumbnails/`, never waits for a decoder; at most a few
+    /// requests wait for a thumbnail at once, the others get EAGAIN, and everything else
+    /// is answered meanwhile.
+    func testListingsNeverWaitForDecoders() throws {
+        try start(["ALBUMFS_TEST_HANG_MARKER": "marker-hang-me", "ALBUMFS_TEST_DECODER_SECONDS": "6"])
+        for i in 0..<8 {
+            try sh("cp \(q(try variant("DSCN0010.jpg", "marker-hang-me-\(i)"))) Albums/A/slow\(i).jpg")
+        }
+        var started = Date()
+        try sh("ls -l Albums/A > /dev/null && ls Albums/A/.thumbnails > /dev/null")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "listings do not wait for thumbnails")
+        // Eight stats of thumbnails at once: six wait, two are told to try again.
+        let waits = Process()
+        waits.executableURL = URL(fileURLWithPath: "/bin/sh")
+        let out = temp.sub("waits.out")
+        FileManager.default.createFile(atPath: out, contents: nil)
+        waits.arguments = ["-c", "cd \(q(m)) && for i in 0 1 2 3 4 5 6 7; do (stat Albums/A/.thumbnails/slow$i.jpg.jpg > /dev/null 2>&1; echo $?) & done; wait"]
+        waits.standardOutput = FileHandle(forWritingAtPath: out)
+        try waits.run()
+        sleep(2)
+        started = Date()
+        try sh("ls -l Albums 'All Photos' > /dev/null && cat Albums/A/slow0.jpg > /dev/null")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "the mount answers while decoders hang")
+        waits.waitUntilExit()
+        XCTAssertTrue(mount.log.contains("others are being made; try again"), mount.log)
+    }
+
+    /// A name looked up in another case than the file has is not kept by the kernel: once
+    /// the file goes, that spelling is gone too.
+    func testANameInAnotherCaseGoesWithTheFile() throws {
+        try start()
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/A/")
+        try sh("stat Albums/A/dscn0010.JPG > /dev/null")
+        try sh("rm Albums/A/DSCN0010.jpg")
+        try sh("stat Albums/A/dscn0010.JPG", status: 1)
+    }
+
+    // MARK: the suite itself
+
+    /// The descriptor-leak check every mount test runs at unmount (MountedLibrary.unmount)
+    /// sees a file the daemon holds: a plain file open in a program, and a photo being
+    /// saved; and sees nothing once they are closed.
+    func testTheLeakCheckSeesHeldFiles() throws {
+        try start()
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/A/")
+        let pid = try XCTUnwrap(mount.pid)
+        let notes = open(mount.path("Albums/A/notes.txt"), O_WRONLY | O_CREAT, 0o644)
+        let photo = open(mount.path("Albums/A/DSCN0010.jpg"), O_WRONLY)
+        XCTAssertTrue(notes >= 0 && photo >= 0)
+        XCTAssertEqual(write(notes, "notes", 5), 5)
+        var first: UInt8 = 0xFF  // what the photo's first byte is: a save of the same bytes
+        XCTAssertEqual(pwrite(photo, &first, 1, 0), 1)
+        let held = mount.heldFiles(pid: pid)
+        XCTAssertEqual(held.count, 2, "\(held)")
+        XCTAssertTrue(held.contains { $0.contains("/lib/plain/") }, "\(held)")
+        XCTAssertEqual(close(notes), 0)
+        XCTAssertEqual(close(photo), 0)
+        XCTAssertEqual(mount.heldFiles(pid: pid), [])
+    }
+}
