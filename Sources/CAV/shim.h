@@ -10,7 +10,6 @@
 #include <libswscale/swscale.h>
 
 static inline int shim_averror_eagain(void) { return AVERROR(EAGAIN); }
-static inline int shim_averror_eof(void) { return AVERROR_EOF; }
 static inline int64_t shim_av_nopts_value(void) { return AV_NOPTS_VALUE; }
 
 // Clockwise rotation in degrees (0, 90, 180, 270) that makes the stream upright,

@@ -9,8 +9,4 @@ static inline int shim_sqlite3_bind_text_transient(sqlite3_stmt *stmt, int index
 static inline int shim_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int index, const void *bytes, int length) {
     return sqlite3_bind_blob(stmt, index, bytes, length, SQLITE_TRANSIENT);
 }
-// sqlite3_config is variadic.
-static inline int shim_sqlite3_config_multithread(void) {
-    return sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
-}
 #endif

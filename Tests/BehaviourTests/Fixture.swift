@@ -45,7 +45,9 @@ final class Fixture {
             guard FileManager.default.fileExists(atPath: "/dev/fuse"), (try? Processes.which("fusermount3")) != nil else {
                 throw DriverError(errno: ENODEV, call: "FUSE is not available here (/dev/fuse, fusermount3): the mount half of this suite cannot run")
             }
-            fs = try MountDriver(library: lib, temp: temp)
+            let driver = try MountDriver(library: lib, temp: temp)
+            driver.mount.reportLeak = { Issue.record(Comment(rawValue: $0)) }
+            fs = driver
         }
         try fs.mkdir("Albums/Trip")
         try fs.mkdir("Albums/Other")

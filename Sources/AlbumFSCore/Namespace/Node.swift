@@ -8,7 +8,7 @@ import AlbumCore
 /// |---|---|
 /// | 1 ... 5 | root, Albums, All Photos, By Date, Smart Albums |
 /// | 16 + n | smart album n |
-/// | 1000 ... 2^48 | an album, asset or scratch file (its id in the library) |
+/// | 1000 ... 2^48 - 1 | an album, asset or plain file (its id in the library) |
 /// | 1<<56 + code | a date folder: yyyy, yyyymm or yyyymmdd |
 /// | 2<<56 + id | the thumbnail of asset id |
 /// | 3<<56 + folder | the `.thumbnails` folder of a folder (a date folder's code with bit 52) |

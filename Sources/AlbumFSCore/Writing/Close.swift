@@ -49,9 +49,11 @@ extension FileSystem {
         if writer.isDirty {
             do { try close(writer) } catch { Log.warning("saving inode \(writer.ino) at its last close: \(error)") }
         }
-        try? writer.io { try finishIfUnfinished(writer) }
-        let (keep, discard) = writer.io { writer.dropUncommitted() }
-        if let discard { try? library.files.remove(discard) }
+        do { try writer.io { try finishIfUnfinished(writer) } } catch {
+            Log.warning("marking inode \(writer.ino) finished at its last close: \(error)")
+        }
+        let (keep, discarded) = writer.io { writer.dropUncommitted() }
+        if let leftover = discarded { discard(leftover) }
         if !keep { writers.remove(writer) }
     }
 
@@ -86,7 +88,7 @@ extension FileSystem {
     func expireEmptiedVersions(now: Int64) {
         for writer in writers.all {
             guard let expired = writer.io({ writer.expireEmptied(now: now, after: SaveWindow.seconds) }) else { continue }
-            if let discard = expired { try? library.files.remove(discard) }
+            if let expired { discard(expired) }
             writers.remove(writer)
             if case .asset(let id) = writer.target, let asset = try? library.asset(id: id) {
                 Log.info("\(asset.name) was emptied and nothing was written to it for a minute: it shows its last version again")
@@ -119,7 +121,7 @@ extension FileSystem {
         clock.mark("hash")
         if hashed.sha256 == photo.sha256 && work.explicitMtimeNs == nil {
             // The same bytes again (cp of the photo over itself): nothing changes.
-            try? library.files.remove(path)
+            discard(path)
             return .committed(asset: id)
         }
         let metadata: MediaMetadata
@@ -133,7 +135,7 @@ extension FileSystem {
         let landed = try land(bytes, as: photo.name, in: folder, destiny: .version(of: photo, vacated: nil), fileID: id,
                               explicitMtimeNs: work.explicitMtimeNs, mode: nil) { _ in }
         clock.mark("stored")
-        try? library.files.remove(path)
+        discard(path)
         afterLanding(landed, folder: folder, entries: [])
         return .committed(asset: id)
     }
@@ -184,7 +186,7 @@ extension FileSystem {
             try tx.deletePlainFile(id, becomingPhoto: true)
         }
         clock.mark("stored")
-        try? library.files.remove(.plainFile(id))
+        discard(.plainFile(id))
         writer.withLock { writer.unfinished = false }
         afterLanding(landed, folder: folder, entries: [(folder.ino, file.name)])
         return .committed(asset: landed.asset.id)
@@ -209,7 +211,7 @@ extension FileSystem {
                               mode: file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777) { tx in
             try tx.deletePlainFile(file.id, becomingPhoto: true)
         }
-        try? library.files.remove(.plainFile(file.id))
+        discard(.plainFile(file.id))
         writer.withLock { writer.unfinished = false }
         afterLanding(landed, folder: folder, entries: [(folder.ino, file.name)])
         return .committed(asset: landed.asset.id)

@@ -18,7 +18,7 @@ extension FileSystem {
             return
         case .plain(let file):
             try library.write { _ = try $0.deletePlainFile(file.id) }
-            try? removePlainBytes(file)
+            removePlainBytes(file)
             afterChange(folders: [parent], entries: [(parent, name)])
         case .asset(let asset):
             let removal = try Rules.remove(from: Rules.Folder(folder), name: name, folderName: folder.displayName)

@@ -28,7 +28,7 @@ extension FileSystem {
                 try tx.createPlainFile(named: name, in: parent, mode: mode & 0o1777, id: id, unfinished: open)
             }
         } catch {
-            try? library.files.remove(.plainFile(id))
+            discard(.plainFile(id))
             throw FSError.wrapping(error, "cannot create \(name)")
         }
         afterChange(folders: [parent], entries: [(parent, name)])
@@ -132,7 +132,7 @@ extension FileSystem {
             try copy.setModificationTime(nanoseconds: file.explicitMtimeNs ?? file.changedNs)
             try library.write { try $0.plainFileOwnsItsBytes(file.id) }
         } catch {
-            try? library.files.remove(.plainFile(file.id))
+            discard(.plainFile(file.id))
             throw FSError.wrapping(error, "cannot copy \(file.name)")
         }
         return copy
@@ -148,7 +148,7 @@ extension FileSystem {
         do {
             try SystemCalls.copyAll(from: source, to: copy, length: asset.size)
         } catch {
-            try? library.files.remove(path)
+            discard(path)
             throw FSError.wrapping(error, "cannot copy \(asset.name) to write it")
         }
         return (copy, path)
@@ -309,8 +309,8 @@ extension FileSystem {
     /// A writer held for one call (truncate by path) let go again.
     private func release(_ writer: Writer) {
         guard writer.released() <= 0 else { return }
-        let (keep, discard) = writer.io { writer.dropUncommitted() }
-        if let discard { try? library.files.remove(discard) }
+        let (keep, discarded) = writer.io { writer.dropUncommitted() }
+        if let leftover = discarded { discard(leftover) }
         if !keep && !writer.isDirty { writers.remove(writer) }
     }
 }

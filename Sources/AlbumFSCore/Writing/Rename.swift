@@ -75,7 +75,7 @@ extension FileSystem {
         let entries = [(from.ino, file.name), (to.ino, newName)]
         func plainMove() throws {
             let replaced = try library.write { try $0.movePlainFile(file.id, to: to.ino, name: newName) }
-            if let replaced { try? removePlainBytes(replaced) }
+            if let replaced { removePlainBytes(replaced) }
             afterChange(folders: [from.ino, to.ino], entries: entries)
         }
         // Most renames of plain files can never make a photo: no need to read the file.
@@ -106,8 +106,8 @@ extension FileSystem {
                 if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
                 try tx.deletePlainFile(file.id, becomingPhoto: true)
             }
-            if file.blobSHA256 == nil { try? library.files.remove(.plainFile(file.id)) }
-            if let replacedPlain { try? removePlainBytes(replacedPlain) }
+            if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
+            if let replacedPlain { removePlainBytes(replacedPlain) }
             writer?.becamePhoto(landed.asset.id)
             afterLanding(landed, folder: to, entries: entries)
         }
@@ -162,7 +162,7 @@ extension FileSystem {
                     try remove(asset, as: name, by: removal, tx)
                 }
             }
-            if let replacedPlain { try? removePlainBytes(replacedPlain) }
+            if let replacedPlain { removePlainBytes(replacedPlain) }
             if vanishes {
                 saves.forget(asset.id)
             } else {
@@ -206,7 +206,7 @@ extension FileSystem {
             default: break
             }
         }
-        if let replacedPlain { try? removePlainBytes(replacedPlain) }
+        if let replacedPlain { removePlainBytes(replacedPlain) }
         if sameFolder && Rules.keepsSaves(fromKind) && Names.key(name) != Names.key(newName) {
             saves.vacated(folder: from.ino, name: name, by: asset.id, renamedTo: newName)
         }
@@ -225,7 +225,7 @@ extension FileSystem {
             try tx.createPlainFile(named: newName, in: to.ino, mode: asset.mode ?? 0o644, blob: asset.sha256,
                                    mtimeNs: asset.mtimeNanoseconds)
         }
-        if let replacedPlain { try? removePlainBytes(replacedPlain) }
+        if let replacedPlain { removePlainBytes(replacedPlain) }
         if from.ino == to.ino && Rules.keepsSaves(Rules.Folder(from)) {
             saves.vacated(folder: from.ino, name: name, by: asset.id, renamedTo: newName)
         }
@@ -234,8 +234,8 @@ extension FileSystem {
     }
 
     /// A plain file's own bytes, once its row is gone.
-    func removePlainBytes(_ file: PlainFile) throws {
-        if file.blobSHA256 == nil { try library.files.remove(.plainFile(file.id)) }
+    func removePlainBytes(_ file: PlainFile) {
+        if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
         writers.get(UInt64(file.id))?.removed()
     }
 }
