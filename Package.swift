@@ -19,13 +19,15 @@ let package = Package(
         .systemLibrary(name: "CAV", pkgConfig: "libavformat libavcodec libavutil libswscale"),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3"),
         .systemLibrary(name: "CSystem"),
+        // The kernel's INIT answered by hand (protocol logic in C, not in a header).
+        .target(name: "CFuseInit", dependencies: ["CFuse"]),
 
         // Storage core: library layout, schema, blobs, import, albums, trash, versions.
         .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem"]),
         // Filesystem core: the namespace, inode numbers, what each operation means.
         .target(name: "AlbumFSCore", dependencies: ["AlbumCore"], exclude: ["Writing/README.md"]),
         // The only code that imports libfuse.
-        .target(name: "FuseBridge", dependencies: ["AlbumFSCore", "AlbumCore", "CFuse"]),
+        .target(name: "FuseBridge", dependencies: ["AlbumFSCore", "AlbumCore", "CFuse", "CFuseInit"]),
         .executableTarget(name: "albumfs", dependencies: ["AlbumCore", "AlbumFSCore", "FuseBridge"]),
         // The benchmark (mount-scripts/bench): side-by-side ratios, never part of the tests.
         .executableTarget(name: "albumfs-bench", dependencies: ["AlbumCore"]),

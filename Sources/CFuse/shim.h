@@ -76,10 +76,8 @@ static inline void shim_configure_conn(struct fuse_conn_info *conn, unsigned max
 // ---- FUSE passthrough (kernel 6.9+): the kernel reads a file's backing file itself,
 // page cache included, and the daemon sees no READ. libfuse 3.14 predates it: its open
 // reply cannot carry a backing id, so these build it by hand; the INIT reply that asks
-// for passthrough is in init.h. Constants are the kernel's (include/uapi/linux/fuse.h,
-// protocol 7.40); Debian 12's linux-libc-dev is older than they are.
-
-#include "init.h"
+// for passthrough is in the CFuseInit target. Constants are the kernel's
+// (include/uapi/linux/fuse.h, protocol 7.40); Debian 12's linux-libc-dev is older.
 
 #define ALBUMFS_FOPEN_NOFLUSH (1u << 5)
 #define ALBUMFS_FOPEN_PASSTHROUGH (1u << 7)

@@ -1,6 +1,7 @@
 import AlbumCore
 import AlbumFSCore
 import CFuse
+import CFuseInit
 import Foundation
 import Glibc
 
@@ -111,7 +112,7 @@ public enum FuseMount {
             fuse_session_unmount(session)
             throw MountError("cannot install signal handlers")
         }
-        // INIT is answered here rather than by the loop (see CFuse/init.h): lookups of
+        // INIT is answered here rather than by the loop (see CFuseInit/init.c): lookups of
         // one folder run side by side, and with passthrough wanted read-only opens of
         // photos are read by the kernel from the blob itself.
         let fault: Int32 = switch ProcessInfo.processInfo.environment["ALBUMFS_TEST_INIT_FAULT"] {
@@ -119,7 +120,7 @@ public enum FuseMount {
         case "reply": 2
         default: 0
         }
-        let passthrough = shim_answer_init(session, request.options.usesPassthrough ? 1 : 0, fault)
+        let passthrough = albumfs_answer_init(session, request.options.usesPassthrough ? 1 : 0, fault)
         guard passthrough >= 0 else {
             let reason = errno == EPROTO ? "the kernel and libfuse do not agree on a protocol" : String(cString: strerror(errno))
             Log.error("the kernel's INIT could not be answered: \(reason)")

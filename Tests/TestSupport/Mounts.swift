@@ -20,6 +20,11 @@ public final class MountedLibrary: @unchecked Sendable {
     /// How a descriptor leak found at unmount is reported: XCTFail unless a Swift Testing
     /// suite says otherwise.
     public var reportLeak: @Sendable (String) -> Void = { XCTFail($0) }
+    /// Paths (prefixes) a test lets the daemon hold at its end, each for a reason the test
+    /// gives (decoders it left hanging on purpose hold the blobs they decode).
+    public var mayHoldAtEnd: [String] = []
+    /// The daemon's own files (database, journal, log) as they were when it mounted.
+    private var ownFiles: Set<FileIdentity> = []
 
     /// Mounts `library` (which must exist) on a fresh folder in `temp`.
     public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = [],
@@ -51,6 +56,8 @@ public final class MountedLibrary: @unchecked Sendable {
         while Date() < deadline {
             if MountedLibrary.isMounted(mountpoint) {
                 ownsMount = true
+                ownFiles = Set([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath]
+                    .compactMap(Self.identity))
                 return
             }
             if !process.isRunning {
@@ -115,16 +122,20 @@ public final class MountedLibrary: @unchecked Sendable {
     /// blobs, staging and plain files, thumbnails, files outside the library. Releases
     /// reach the daemon after close(2) returns, so a few seconds are given for them.
     public func heldFiles(pid: Int32) -> [String] {
-        let own = [library + "/library.db", logPath]
+        // By identity, not by path: a descriptor's path reads differently once its
+        // filesystem is lazily unmounted or seen from another namespace.
+        let own = Set([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath].compactMap(Self.identity))
+            .union(ownFiles)
         func held() -> [String] {
             let folder = "/proc/\(pid)/fd"
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
             return names.compactMap { name -> String? in
                 var st = stat()
                 guard stat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                      !own.contains(FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))),
                       let target = try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + name)
                 else { return nil }
-                return own.contains { target.hasPrefix($0) } ? nil : target
+                return mayHoldAtEnd.contains { target.hasPrefix($0) } ? nil : target
             }.sorted()
         }
         let deadline = Date().addingTimeInterval(5)
@@ -134,6 +145,14 @@ public final class MountedLibrary: @unchecked Sendable {
             found = held()
         }
         return found
+    }
+
+    struct FileIdentity: Hashable { let device: UInt64; let inode: UInt64 }
+
+    static func identity(_ path: String) -> FileIdentity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     /// Kills the daemon with SIGKILL (a crash), then clears the dead mount.

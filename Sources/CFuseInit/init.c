@@ -1,5 +1,3 @@
-#ifndef ALBUMFS_CFUSE_INIT_H
-#define ALBUMFS_CFUSE_INIT_H
 // The kernel's INIT, answered by AlbumFS rather than by libfuse's loop.
 //
 // Why: libfuse 3.14 builds the INIT reply from what it knows, and it knows neither
@@ -13,6 +11,10 @@
 //
 // Layouts are the kernel's (include/uapi/linux/fuse.h, protocol 7.40); Debian 12's
 // linux-libc-dev is older than they are, so they are spelled out here.
+#define _GNU_SOURCE
+#define FUSE_USE_VERSION 314
+#include "fuse_init.h"
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,24 +49,7 @@ _Static_assert(sizeof(struct albumfs_in_header) == 40, "fuse_in_header");
 _Static_assert(sizeof(struct albumfs_init_out) == 64, "fuse_init_out");
 _Static_assert(offsetof(struct albumfs_init_out, flags2) == 32, "fuse_init_out.flags2");
 
-// What came of INIT.
-enum albumfs_init_result {
-    ALBUMFS_INIT_FAILED = -1,       // errno set; the session cannot serve
-    ALBUMFS_INIT_DONE = 0,          // answered, without passthrough
-    ALBUMFS_INIT_PASSTHROUGH = 1,   // answered, passthrough granted
-};
-
-// Reads the kernel's INIT, lets libfuse handle it into a pipe, amends the reply and
-// sends it. `want_passthrough`: ask for FUSE passthrough when the kernel offers it.
-// A libfuse error reply (for instance a protocol it does not speak) is sent on as it
-// is and reported as a failure with errno EPROTO.
-//
-// `test_fault` lets the mount tests walk the two failure paths for real: 1 makes the
-// restore of the device fail (as a dup3 failure would), 2 turns the reply into an
-// error reply. 0 in every other use.
-enum albumfs_init_fault { ALBUMFS_INIT_NO_FAULT = 0, ALBUMFS_INIT_FAULT_RESTORE = 1, ALBUMFS_INIT_FAULT_REPLY = 2 };
-
-static inline int shim_answer_init(struct fuse_session *se, int want_passthrough, int test_fault) {
+int albumfs_answer_init(struct fuse_session *se, int want_passthrough, int test_fault) {
     int fd = fuse_session_fd(se);
     // The kernel refuses reads smaller than its largest request; INIT itself is small.
     size_t size = 1 << 21;
@@ -158,5 +143,3 @@ static inline int shim_answer_init(struct fuse_session *se, int want_passthrough
     if (out_header->error != 0) { errno = EPROTO; return ALBUMFS_INIT_FAILED; }
     return result;
 }
-
-#endif
