@@ -58,17 +58,23 @@ final class NamespaceTests: XCTestCase {
     func testTheTree() throws {
         XCTAssertEqual(try names(""), [".", "..", "Albums", "All Photos", "By Date", "Smart Albums"])
         XCTAssertEqual(try names("Albums"), [".", "..", "Trips", "Family"])
-        XCTAssertEqual(try names("Albums/Trips"), [".", "..", ".thumbnails", "Tuscany 2008"])
-        XCTAssertEqual(try names("Albums/Trips/Tuscany 2008"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
-        XCTAssertEqual(try names("All Photos"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg", "clip-2021-03-05.mp4"])
+        XCTAssertEqual(try names("Albums/Trips"), [".", "..", "Tuscany 2008"])
+        XCTAssertEqual(try names("Albums/Trips/Tuscany 2008"), [".", "..", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
+        XCTAssertEqual(try names("All Photos"), [".", "..", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg", "clip-2021-03-05.mp4"])
         XCTAssertEqual(try names("By Date"), [".", "..", "2008", "2021"])
         XCTAssertEqual(try names("By Date/2008"), [".", "..", "2008-10"])
         XCTAssertEqual(try names("By Date/2008/2008-10"), [".", "..", "2008-10-22"])
-        XCTAssertEqual(try names("By Date/2008/2008-10/2008-10-22"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
+        XCTAssertEqual(try names("By Date/2008/2008-10/2008-10-22"), [".", "..", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
         XCTAssertEqual(try names("Smart Albums"), [".", ".."] + SmartAlbum.allCases.map(\.folderName))
-        XCTAssertEqual(try names("Smart Albums/Videos"), [".", "..", ".thumbnails", "clip-2021-03-05.mp4"])
+        XCTAssertEqual(try names("Smart Albums/Videos"), [".", "..", "clip-2021-03-05.mp4"])
         XCTAssertEqual(try lookup("Albums/Trips").kind, .directory)
         XCTAssertEqual(try lookup("Smart Albums/Videos").permissions, 0o555)
+        // Thumbnail folders: reachable by path, listed only with list_thumbnails.
+        XCTAssertEqual(try names("Albums/Trips/Tuscany 2008/.thumbnails"), [".", "..", "DSCN0010.jpg.jpg", "DSCN0012.jpg.jpg", "DSCN0021.jpg.jpg"])
+        var options = MountOptions()
+        options.listThumbnails = true
+        fs = FileSystem(library: library, options: options)
+        XCTAssertEqual(try names("Albums/Trips/Tuscany 2008"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
     }
 
     func testOneAssetOneInodeEverywhere() throws {

@@ -43,6 +43,11 @@ public struct MountOptions: Sendable {
     /// modes (default_permissions), and the default umask keeps photos from everyone
     /// but the owner and the group (docs/reliability.md, "Permissions").
     public var allowOther = false
+    /// Whether folders list their `.thumbnails/` (`-o list_thumbnails`). Off by default:
+    /// thumbnail folders are reachable by path but never in the way of tools that walk
+    /// or copy trees (rsync, tar, find, du, a Samba client deleting a folder; PRODUCT.md
+    /// section 2, docs/thumbnails.md).
+    public var listThumbnails = false
 
     public var usesPassthrough: Bool { passthrough ?? readOnly }
 

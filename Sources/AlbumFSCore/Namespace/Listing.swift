@@ -80,7 +80,9 @@ extension FileSystem {
         switch folder {
         case .root: fixed = Self.rootChildren
         case .smartAlbums: fixed = Self.smartChildren
-        case .allPhotos, .smart, .day, .album: fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino))]
+        case .allPhotos, .smart, .day, .album:
+            // Reachable by path always; listed only when the mount asks (MountOptions).
+            if options.listThumbnails { fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino))] }
         default: break
         }
         for (index, (name, item)) in fixed.enumerated() where !full {

@@ -26,6 +26,9 @@ enum MountCommand {
                   uid=N, gid=N          owner of every file and folder (default: yours)
                   umask=NNN             octal bits taken away from every mode (default 022; 027 with allow_other)
                   thumbnail_size=N      longest side of .thumbnails/ images (default 256)
+                  list_thumbnails       list each folder's .thumbnails/ (always reachable by path;
+                                        unlisted by default, so that rsync, tar, find, du and
+                                        Samba clients see photos only)
                   passthrough           the kernel reads photos from the library itself (FUSE
                                         passthrough, root only): reads as fast as the disk, but
                                         a photo open for reading cannot be replaced (ETXTBSY)
@@ -91,6 +94,7 @@ enum MountCommand {
                 throw CommandError.usage("thumbnail_size must be between 16 and 4096", command: "mount")
             }
             request.options.thumbnailSize = Int(size)
+        case "list_thumbnails": request.options.listThumbnails = true
         case "nopassthrough": request.options.passthrough = false
         case "passthrough": request.options.passthrough = true
         case "log":
