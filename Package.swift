@@ -15,15 +15,17 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto"),
-        .systemLibrary(name: "CVips", pkgConfig: "vips libexif libheif"),
+        .systemLibrary(name: "CVips", pkgConfig: "vips libheif"),
         .systemLibrary(name: "CAV", pkgConfig: "libavformat libavcodec libavutil libswscale"),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3"),
         .systemLibrary(name: "CSystem"),
+        // exiv2 (C++) behind a C face: no Swift module needs C++ interoperability.
+        .target(name: "CExiv2", linkerSettings: [.linkedLibrary("exiv2")]),
         // The kernel's INIT answered by hand (protocol logic in C, not in a header).
         .target(name: "CFuseInit", dependencies: ["CFuse"]),
 
         // Storage core: library layout, schema, blobs, import, albums, trash, versions.
-        .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem"]),
+        .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem", "CExiv2"]),
         // Filesystem core: the namespace, inode numbers, what each operation means.
         .target(name: "AlbumFSCore", dependencies: ["AlbumCore"], exclude: ["Writing/README.md"]),
         // The only code that imports libfuse.
@@ -41,5 +43,6 @@ let package = Package(
         // filesystem core in-process and on a real mount (TestSupport/Drivers.swift).
         .testTarget(name: "BehaviourTests", dependencies: ["AlbumCore", "AlbumFSCore", "TestSupport", "albumfs"]),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

@@ -1,10 +1,8 @@
 #ifndef ALBUMFS_CVIPS_SHIM_H
 #define ALBUMFS_CVIPS_SHIM_H
-// libvips (decode, headers, thumbnails), libexif (typed reads of the EXIF block that
-// libvips hands out) and libheif (the stored, un-rotated size of HEIF images).
+// libvips (decode, headers, thumbnails) and libheif (the stored, un-rotated size of
+// HEIF images). EXIF, XMP and IPTC are read by exiv2 (the CExiv2 target).
 #include <vips/vips.h>
-#include <libexif/exif-data.h>
-#include <libexif/exif-utils.h>
 #include <libheif/heif.h>
 
 // --- libvips: its API is variadic (option lists ending in NULL) -------------------
@@ -18,6 +16,22 @@ static inline VipsImage *shim_vips_open_header(const char *path) {
 static inline int shim_vips_thumbnail(const char *path, int size, VipsImage **out) {
     return vips_thumbnail(path, out, size, "height", size, "size", VIPS_SIZE_DOWN,
                           "export_profile", "srgb", NULL);
+}
+
+// A thumbnail of an embedded preview (a camera RAW's JPEG), turned upright by the
+// orientation of the RAW it came from: previews often carry none of their own.
+static inline int shim_vips_thumbnail_preview(const void *bytes, size_t length, int size, int orientation,
+                                              VipsImage **out) {
+    VipsImage *thumb = NULL, *tagged = NULL;
+    if (vips_thumbnail_buffer((void *)bytes, length, &thumb, size, "height", size, "size", VIPS_SIZE_DOWN,
+                              "no_rotate", TRUE, "export_profile", "srgb", NULL)) return -1;
+    if (orientation <= 1 || orientation > 8) { *out = thumb; return 0; }
+    if (vips_copy(thumb, &tagged, NULL)) { g_object_unref(thumb); return -1; }
+    g_object_unref(thumb);
+    vips_image_set_int(tagged, VIPS_META_ORIENTATION, orientation);
+    int rc = vips_autorot(tagged, out, NULL);
+    g_object_unref(tagged);
+    return rc;
 }
 
 static inline int shim_vips_autorot(VipsImage *in, VipsImage **out) {
@@ -44,12 +58,6 @@ static inline int shim_vips_rot(VipsImage *in, VipsImage **out, int degrees_cw) 
 static inline int shim_vips_image_get_int(VipsImage *image, const char *name, int *out) {
     if (vips_image_get_typeof(image, name) == 0) return -1;
     return vips_image_get_int(image, name, out);
-}
-
-// The raw EXIF block (TIFF structure after an "Exif\0\0" header), if the loader found one.
-static inline int shim_vips_exif_blob(VipsImage *image, const void **data, size_t *length) {
-    if (vips_image_get_typeof(image, VIPS_META_EXIF_NAME) == 0) return -1;
-    return vips_image_get_blob(image, VIPS_META_EXIF_NAME, data, length);
 }
 
 static inline void shim_g_object_unref(void *object) { g_object_unref(object); }
@@ -93,21 +101,4 @@ static inline VipsImage *shim_vips_copy(VipsImage *in) {
     return out;
 }
 
-// --- libexif --------------------------------------------------------------------
-
-// A parser that reports what is in the block and nothing more: libexif's defaults
-// would add mandatory tags with made-up values.
-static inline ExifData *shim_exif_parse(const unsigned char *data, unsigned int length) {
-    ExifData *exif = exif_data_new();
-    if (!exif) return NULL;
-    exif_data_unset_option(exif, EXIF_DATA_OPTION_FOLLOW_SPECIFICATION);
-    exif_data_unset_option(exif, EXIF_DATA_OPTION_IGNORE_UNKNOWN_TAGS);
-    exif_data_load_data(exif, data, length);
-    return exif;
-}
-
-static inline ExifEntry *shim_exif_entry(ExifData *exif, int ifd, int tag) {
-    if (!exif || ifd < 0 || ifd >= EXIF_IFD_COUNT || !exif->ifd[ifd]) return NULL;
-    return exif_content_get_entry(exif->ifd[ifd], (ExifTag)tag);
-}
 #endif

@@ -77,10 +77,14 @@ public enum Dates {
         return Int(tm.tm_gmtoff / 60)
     }
 
-    /// Parses `YYYY:MM:DD HH:MM:SS` (EXIF) or `YYYY-MM-DDTHH:MM:SS[.frac][Z|±HH:MM|±HHMM]`
-    /// (ISO 8601, as FFmpeg reports). Returns the wall clock and the offset, if any.
+    /// Parses `YYYY:MM:DD HH:MM:SS` (EXIF) or `YYYY-MM-DDTHH:MM[:SS][.frac][Z|±HH:MM|±HHMM]`
+    /// (ISO 8601, as FFmpeg reports and XMP stores). Returns the wall clock and the offset, if any.
     public static func parse(_ text: String) -> (WallClock, offsetMinutes: Int?)? {
-        let bytes = Array(text.utf8)
+        var bytes = Array(text.utf8)
+        // XMP may leave the seconds out (`2019-07-04T12:30+02:00`): read them as 00.
+        if bytes.count >= 16, bytes.count == 16 || !(48...57).contains(bytes[16]) && bytes[16] != UInt8(ascii: ":") {
+            bytes.insert(contentsOf: Array(":00".utf8), at: 16)
+        }
         guard bytes.count >= 19 else { return nil }
         func number(_ range: Range<Int>) -> Int? {
             var value = 0

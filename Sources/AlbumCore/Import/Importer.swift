@@ -8,6 +8,9 @@ public protocol MetadataReading: Sendable {
     /// readable as `format` (its verdict on the bytes); any other error when the reader
     /// itself failed (a worker that crashed or ran out of time).
     func metadata(of file: FileDescriptor, format: MediaFormat) throws -> MediaMetadata
+    /// What an XMP sidecar says (rating, keywords, caption, capture date), with the same
+    /// errors.
+    func sidecar(of file: FileDescriptor) throws -> MediaMetadata
 }
 
 /// Reads metadata in this process.
@@ -15,6 +18,9 @@ public struct InProcessMetadata: MetadataReading {
     public init() {}
     public func metadata(of file: FileDescriptor, format: MediaFormat) throws -> MediaMetadata {
         try MetadataReader.read(path: "/proc/self/fd/\(file.raw)", format: format)
+    }
+    public func sidecar(of file: FileDescriptor) throws -> MediaMetadata {
+        try MetadataReader.readSidecar(path: "/proc/self/fd/\(file.raw)")
     }
 }
 
@@ -211,9 +217,11 @@ extension Transaction {
                    new.mode.map { Int64($0 & 0o1777) })
         try db.run("INSERT INTO versions(asset_id, version, sha256, size, created_at) VALUES (?, 1, ?, ?, ?)",
                    id, new.sha256, new.size, now / nanosecondsPerSecond)
+        try setDescriptive(id, m)
         try pairLivePhoto(id: id, originalName: new.originalName, mediaType: m.mediaType, takenAt: capture.instant)
         guard let inserted = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
         let membership = try place(inserted, destination: destination)
+        try applySidecarDate(id)
         return (try asset(id: id) ?? inserted, membership)
     }
 
@@ -227,7 +235,10 @@ extension Transaction {
         let new = NewAsset(id: id, sha256: source.sha256, size: source.size, metadata: metadata, originalName: name,
                            fileMtimeNs: source.mtimeNanoseconds, explicitMtimeNs: explicitMtimeNs, mode: mode)
         let (asset, membership) = try insertAsset(new, destination: destination)
-        try db.run("UPDATE assets SET kinds = ? WHERE id = ?", source.kinds.rawValue, asset.id)
+        try db.run("""
+            UPDATE assets SET kinds = s.kinds, rating = s.rating, keywords = s.keywords, caption = s.caption
+            FROM (SELECT kinds, rating, keywords, caption FROM assets WHERE id = ?) AS s WHERE assets.id = ?
+            """, source.id, asset.id)
         return (try self.asset(id: asset.id) ?? asset, membership)
     }
 
@@ -283,6 +294,7 @@ extension Transaction {
             WHERE id = ?
             """, sha256, size, version, m.mediaType.rawValue, m.format.rawValue, kinds.rawValue, m.width, m.height,
                    m.orientation, m.rotation, m.latitude, m.longitude, m.make, m.model, m.lens, m.duration, mtimeNs, now, id)
+        try setDescriptive(id, m)
         if let capture = m.capture, capture != CaptureDate(instant: current.takenAt, offsetMinutes: current.takenOffset, source: current.takenSource) {
             try setCapture(id, capture)
         }

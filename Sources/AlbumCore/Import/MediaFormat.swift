@@ -40,6 +40,8 @@ public enum CaptureSource: Int, Sendable {
     case video = 2       // the container's creation time
     case fileTime = 3    // the file's mtime: the bytes carry no date
     case user = 4        // an mtime set on an asset whose bytes carry no date
+    case xmp = 5         // XMP embedded in the bytes (DateTimeOriginal, DateCreated, CreateDate)
+    case sidecar = 6     // an XMP sidecar beside the photo
 }
 
 /// A capture date: the instant, and the UTC offset of the camera's clock when known.
@@ -79,6 +81,10 @@ public struct MediaMetadata: Sendable {
     public var duration: Double?
     public var pageCount: Int = 1
     public var userComment: String?
+    /// What photo tools wrote into XMP (or IPTC): a rating 0...5, keywords, a caption.
+    public var rating: Int?
+    public var keywords: [String] = []
+    public var caption: String?
 
     public init(format: MediaFormat) { self.format = format }
 }
@@ -109,6 +115,10 @@ extension MediaMetadata {
         add("duration", duration.map { String($0) })
         add("pages", pageCount)
         add("comment", userComment)
+        add("rating", rating)
+        // Keywords may hold anything but the unit separator, which no tool writes.
+        add("keywords", keywords.isEmpty ? nil : keywords.joined(separator: "\u{1F}"))
+        add("caption", caption)
         return Array(lines.joined(separator: "\n").utf8)
     }
 
@@ -136,6 +146,9 @@ extension MediaMetadata {
             case "duration": duration = Double(value)
             case "pages": pageCount = Int(value) ?? 1
             case "comment": userComment = value
+            case "rating": rating = Int(value)
+            case "keywords": keywords = value.split(separator: "\u{1F}").map(String.init)
+            case "caption": caption = value
             default: break  // a field a newer worker knows
             }
         }

@@ -2,9 +2,10 @@ import CAV
 import CVips
 import Glibc
 
-/// Reads the metadata of a photo (libvips header + libexif, libheif for HEIF sizes) or a
-/// video (libavformat). A file that the right library cannot open is refused with the
-/// library's reason.
+/// Reads the metadata of a photo (libvips for its pixel size and whether it decodes,
+/// exiv2 for EXIF, XMP and IPTC, libheif for HEIF sizes) or a video (libavformat). A
+/// file that the right library cannot open is refused with the library's reason. Runs
+/// in decoder worker processes: these parsers read untrusted bytes.
 public enum MetadataReader {
     /// Sets up libvips and FFmpeg once per process.
     static let ready: Bool = {
@@ -16,6 +17,7 @@ public enum MetadataReader {
         vips_cache_set_max(0)
         vips_cache_set_max_files(0)
         av_log_set_level(AV_LOG_QUIET)
+        Exiv2File.initialize()
         return ok
     }()
 
@@ -29,10 +31,20 @@ public enum MetadataReader {
         switch format.mediaType {
         case .video: try readVideo(path: path, into: &metadata)
         case .photo:
-            if format.decodedByVips {
-                try readImage(path: path, into: &metadata)
-            } else {
-                readTIFFStructuredEXIF(path: path, into: &metadata)  // RAW: EXIF only
+            if format.decodedByVips { try readPixels(path: path, into: &metadata) }
+            // What exiv2 cannot read (a GIF, a BigTIFF, a damaged header) has no tags:
+            // the photo is kept with what libvips read.
+            if let file = try? Exiv2File(path: path) {
+                metadata.fill(from: file)
+                if metadata.width == nil, let (w, h) = file.pixelSize {
+                    metadata.width = w
+                    metadata.height = h
+                }
+            }
+            if metadata.capture == nil, let maker = MakerDates.read(path: path) {
+                metadata.capture = maker.capture
+                if metadata.make == nil { metadata.make = maker.make }
+                if metadata.model == nil { metadata.model = maker.model }
             }
             // No Orientation tag means the stored pixels are upright (EXIF's default).
             if metadata.orientation == nil { metadata.orientation = 1 }
@@ -40,9 +52,23 @@ public enum MetadataReader {
         return metadata
     }
 
+    /// An XMP sidecar's rating, keywords, caption and dates.
+    public static func readSidecar(path: String) throws -> MediaMetadata {
+        initialize()
+        let file = try Exiv2File(path: path)
+        var metadata = MediaMetadata(format: .jpeg)
+        metadata.fillDescriptive(from: file)
+        metadata.capture = MediaMetadata.captureDate(in: file).map {
+            CaptureDate(instant: $0.instant, offsetMinutes: $0.offsetMinutes, source: .sidecar)
+        }
+        return metadata
+    }
+
     // MARK: photos
 
-    private static func readImage(path: String, into metadata: inout MediaMetadata) throws {
+    /// The stored pixel size (and pages) as libvips reads the header: a file libvips
+    /// cannot open is not a photo of its format.
+    private static func readPixels(path: String, into metadata: inout MediaMetadata) throws {
         guard let image = shim_vips_open_header(path) else {
             throw LibraryError.refused("not a readable \(metadata.format.rawValue.uppercased()) image: \(takeVipsError())")
         }
@@ -51,39 +77,12 @@ public enum MetadataReader {
         metadata.height = Int(vips_image_get_page_height(image))
         var pages: Int32 = 1
         if shim_vips_image_get_int(image, "n-pages", &pages) == 0 { metadata.pageCount = max(1, Int(pages)) }
-
-        var data: UnsafeRawPointer?
-        var length = 0
-        if shim_vips_exif_blob(image, &data, &length) == 0, let data, length > 0,
-           let exif = ExifReader(block: UnsafeRawBufferPointer(start: data, count: length)) {
-            exif.fill(&metadata)
-        } else if metadata.format == .tiff {
-            readTIFFStructuredEXIF(path: path, into: &metadata)
-        }
         if metadata.format == .heic || metadata.format == .avif {
             // libheif applies the container's rotation when decoding, so libvips reports
             // the turned size; the stored size is the 'ispe' box.
             if let (w, h) = heifStoredSize(path: path) {
                 metadata.width = w
                 metadata.height = h
-            }
-        }
-    }
-
-    /// A TIFF-structured file (TIFF, most RAW) is itself an EXIF structure: hand its
-    /// first megabytes to libexif behind an "Exif\0\0" header.
-    private static func readTIFFStructuredEXIF(path: String, into metadata: inout MediaMetadata) {
-        guard let file = try? SystemCalls.open(path, flags: O_RDONLY),
-              let block = try? file.read(count: 4 << 20, at: 0) else { return }
-        let n = block.count
-        guard n > 8 else { return }
-        block.withUnsafeBytes { raw in
-            if let exif = ExifReader(block: UnsafeRawBufferPointer(rebasing: raw[0..<n])) {
-                exif.fill(&metadata)
-                if metadata.width == nil {
-                    metadata.width = exif.integer(ExifReader.ifd0, 0x0100)
-                    metadata.height = exif.integer(ExifReader.ifd0, 0x0101)
-                }
             }
         }
     }

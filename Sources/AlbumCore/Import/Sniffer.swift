@@ -27,7 +27,9 @@ public enum Sniffer {
         }
 
         if h.isEmpty { return .unsupported("empty file (0 bytes)") }
-        if starts([0xFF, 0xD8, 0xFF]) { return .media(.jpeg) }
+        // SOI is all libjpeg needs: it skips junk before the next marker (with a warning),
+        // and libvips decodes such a file; the header read decides whether it is one.
+        if starts([0xFF, 0xD8]) { return .media(.jpeg) }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .media(.png) }
         if at(0, "GIF87a") || at(0, "GIF89a") { return .media(.gif) }
         if at(0, "RIFF") && at(8, "WEBP") { return .media(.webp) }
@@ -37,7 +39,9 @@ public enum Sniffer {
         if at(0, "IIRO") || at(0, "IIRS") || at(0, "MMOR") || starts([0x49, 0x49, 0x55, 0x00]) {
             return .media(.raw)  // Olympus ORF, Panasonic RW2
         }
-        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) {
+        // TIFF, and BigTIFF (43 instead of 42), which libtiff reads as well.
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A])
+            || starts([0x49, 0x49, 0x2B, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2B]) {
             if at(8, "CR") { return .media(.raw) }  // Canon CR2
             let ext = Names.split(name).ext.dropFirst().lowercased()
             return .media(rawTIFFExtensions.contains(ext) ? .raw : .tiff)

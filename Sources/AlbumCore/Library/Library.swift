@@ -136,14 +136,21 @@ public final class Library: Sendable {
         for file in unfinished {
             Log.warning("discarded \(file.name): it was being written when albumfs stopped, and never closed")
         }
-        let known = Set(try read { try $0.allPlainFileIDs() })
-        for name in try files.names(in: .plainFiles) {
-            guard let id = Int64(name), known.contains(id) else {
-                try files.remove(LibraryPath.plainFiles.appending(name))
-                continue
-            }
-        }
+        try removeUnnamedPlainBytes()
         for file in unfinished { try files.remove(.plainFile(file.id)) }
+    }
+
+    /// Removes bytes in plain/ that no plain file's row names (a plain file deleted while
+    /// the daemon ran, whose bytes removal failed; sidecars deleted for good with their
+    /// photo). Returns how many.
+    @discardableResult
+    func removeUnnamedPlainBytes() throws -> Int {
+        let known = Set(try read { try $0.allPlainFileIDs() })
+        var removed = 0
+        for name in try files.names(in: .plainFiles) where Int64(name).map({ !known.contains($0) }) ?? true {
+            if try files.remove(LibraryPath.plainFiles.appending(name)) { removed += 1 }
+        }
+        return removed
     }
 }
 

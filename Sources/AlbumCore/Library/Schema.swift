@@ -175,6 +175,20 @@ enum Schema {
         -- CREATE); one made by a save reports the photo's, which the save keeps.
         ALTER TABLE aliases ADD COLUMN own_number INTEGER NOT NULL DEFAULT 0;
         """,
+        // 6: what photo tools write (PRODUCT.md sections 1, 3 and 4). An asset's rating,
+        // keywords (one per line) and caption as its own bytes carry them (XMP, IPTC). A
+        // sidecar's reading of its XMP (MediaMetadata's text form). A sidecar that went to
+        // Recently Deleted with its photo: out of every folder (dir_ino 0, a name_key no
+        // name has) until the photo comes back, when it returns to `trashed_from`.
+        """
+        ALTER TABLE assets ADD COLUMN rating INTEGER;
+        ALTER TABLE assets ADD COLUMN keywords TEXT;
+        ALTER TABLE assets ADD COLUMN caption TEXT;
+        ALTER TABLE plain_files ADD COLUMN xmp TEXT;
+        ALTER TABLE plain_files ADD COLUMN trashed_with INTEGER;
+        ALTER TABLE plain_files ADD COLUMN trashed_from INTEGER;
+        CREATE INDEX plain_files_trashed ON plain_files(trashed_with) WHERE trashed_with IS NOT NULL;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

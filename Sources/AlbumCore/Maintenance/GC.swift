@@ -47,6 +47,7 @@ extension Library {
             report.removedBlobs += 1
         }
         report.removedThumbnails = try removeThumbnails(keeping: known)
+        try removeUnnamedPlainBytes()
         return report
     }
 

@@ -258,6 +258,7 @@ extension Transaction {
         let sortKey = SortKey.make(takenAt: taken, id: id)
         try db.run("UPDATE memberships SET sort_key = ? WHERE id = ?", sortKey, id)
         try touchAlbum(albumID)
+        try applySidecarDate(assetID)  // a sidecar may be waiting for it there (rsync sends them first)
         return Membership(id: id, albumID: albumID, assetID: assetID, name: name, sortKey: sortKey)
     }
 
@@ -289,6 +290,7 @@ extension Transaction {
         try db.run("UPDATE memberships SET album_id = ?, name = ?, name_key = ? WHERE id = ?", newAlbumID, newName, key, entry.id)
         try touchAlbum(albumID)
         if newAlbumID != albumID { try touchAlbum(newAlbumID) }
+        try applySidecarDate(entry.assetID)
     }
 
     /// A new object id (inode number), never handed out before.

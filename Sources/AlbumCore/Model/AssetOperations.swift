@@ -86,14 +86,20 @@ extension Transaction {
         try db.run("DELETE FROM xattrs WHERE ino = ?", ino)
     }
 
-    /// Moves an asset to Recently Deleted; its memberships are kept for a restore.
+    /// Moves an asset to Recently Deleted; its memberships are kept for a restore, and
+    /// the sidecars beside it go with it (Sidecars.swift).
     public func trash(_ id: Int64) throws {
-        try update(id, "trashed_at = coalesce(trashed_at, ?)", nowSeconds())
+        guard let asset = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
+        guard !asset.isTrashed else { return }
+        try update(id, "trashed_at = ?", nowSeconds())
+        try trashSidecars(of: asset)
     }
 
-    /// Brings an asset back from Recently Deleted, with its album memberships.
+    /// Brings an asset back from Recently Deleted, with its album memberships and the
+    /// sidecars that went with it.
     public func restore(_ id: Int64) throws {
         try update(id, "trashed_at = NULL")
+        try restoreSidecars(of: id)
     }
 
     /// Permission bits for an asset (chmod); nil goes back to the default. Set-id bits
@@ -119,6 +125,7 @@ extension Transaction {
             throw LibraryError.exists(newName)
         }
         try update(id, "name = ?, name_key = ?", newName, key)
+        try applySidecarDate(id)
     }
 
     /// Sets the mtime a user chose (`cp -p`, `rsync -t`, `touch`). When the bytes carry no
@@ -148,6 +155,8 @@ extension Transaction {
     public func deleteAsset(_ id: Int64) throws -> [Membership] {
         let left = try memberships(ofAsset: id)
         try db.run("DELETE FROM xattrs WHERE ino = ? OR ino IN (SELECT ino FROM aliases WHERE asset_id = ?)", id, id)
+        // Their bytes in plain/ are removed when the library is next opened, or by gc.
+        try deleteTrashedSidecars(of: id)
         try db.run("DELETE FROM assets WHERE id = ?", id)
         guard db.changes > 0 else { throw LibraryError.notFound("asset \(id)") }
         for album in Set(left.map(\.albumID)) { try touchAlbum(album) }

@@ -45,6 +45,12 @@ public enum Names {
         return lower == "thumbs.db" || lower == "desktop.ini" || lower == "ehthumbs.db"
     }
 
+    /// A name whose file stays a plain file whatever its bytes: a hidden or junk name, or
+    /// a sidecar's (a camera's `.THM` is a JPEG, and still not a photo of the library).
+    public static func staysPlain(_ name: String) -> Bool {
+        isScratch(name) || Sidecars.isSidecarName(name)
+    }
+
     /// `IMG_0001.JPG` with suffix 2 is `IMG_0001 (2).JPG`: the suffix goes before the
     /// extension, so the name keeps opening with the right program.
     public static func withSuffix(_ name: String, _ n: Int) -> String {

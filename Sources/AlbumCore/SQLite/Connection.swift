@@ -97,6 +97,11 @@ public final class Connection: @unchecked Sendable {
 
     /// All rows of a query, each mapped by `map`.
     public func query<T>(_ sql: String, _ values: any SQLConvertible..., map: (Row) throws -> T) throws -> [T] {
+        try query(sql, bindings: values, map: map)
+    }
+
+    /// All rows of a query whose values are a list (an `IN (?, ?, ...)`).
+    public func query<T>(_ sql: String, bindings values: [any SQLConvertible], map: (Row) throws -> T) throws -> [T] {
         let statement = try prepare(sql)
         try statement.bind(values.map(\.sqlValue))
         defer { statement.reset() }

@@ -49,11 +49,15 @@ public struct InProcessDecoder: Decoding {
     public func metadata(of file: FileDescriptor, format: MediaFormat) throws -> MediaMetadata {
         try InProcessMetadata().metadata(of: file, format: format)
     }
+
+    public func sidecar(of file: FileDescriptor) throws -> MediaMetadata {
+        try InProcessMetadata().sidecar(of: file)
+    }
 }
 
 /// Worker processes that run the decoders (`albumfs decoder-worker`), so that a decoder
 /// that crashes, hangs or eats all memory costs one file and never the mount: libvips,
-/// libheif, libexif and FFmpeg parse untrusted bytes only there. Each worker takes one
+/// libheif, exiv2 and FFmpeg parse untrusted bytes only there. Each worker takes one
 /// request at a time over a pipe; one that dies or overruns the time limit is killed and
 /// replaced. Workers read the file the daemon opened (`/proc/PID/fd/N`), never a path of
 /// their own, and send their results back over the pipe: they write no file.
@@ -130,6 +134,19 @@ public final class DecoderPool: Decoding, @unchecked Sendable {
         }
         guard let metadata = MediaMetadata(encoded: payload, format: format) else {
             throw DecoderError.transient("the decoder's metadata could not be read")
+        }
+        return metadata
+    }
+
+    public func sidecar(of file: FileDescriptor) throws -> MediaMetadata {
+        let payload: [UInt8]
+        do {
+            payload = try request("side\txmp\t\(file.procPath)", keeping: file)
+        } catch DecoderError.refused(let why) {
+            throw LibraryError.refused(why)
+        }
+        guard let metadata = MediaMetadata(encoded: payload, format: .jpeg) else {
+            throw DecoderError.transient("the decoder's reading of the sidecar could not be read")
         }
         return metadata
     }
@@ -307,6 +324,8 @@ public enum DecoderWorker {
                 throw LibraryError.refused("malformed request")
             }
             return try MetadataReader.read(path: path, format: format).encoded
+        case "side":
+            return try MetadataReader.readSidecar(path: path).encoded
         default:
             throw LibraryError.refused("unknown request \(op)")
         }

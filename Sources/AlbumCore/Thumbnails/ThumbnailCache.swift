@@ -65,7 +65,7 @@ public final class ThumbnailCache: Sendable {
     }
 
     private func make(asset: Asset, size: Int) -> Thumbnail? {
-        let kind: ThumbnailMaker.Kind = asset.mediaType == .video ? .video : .photo
+        let kind: ThumbnailMaker.Kind = asset.mediaType == .video ? .video : asset.format == MediaFormat.raw.rawValue ? .raw : .photo
         var failure: DecoderError?
         for attempt in 0..<2 {
             do {

@@ -13,7 +13,7 @@ public enum ThumbnailMaker {
     public static let quality: Int32 = 80
 
     public enum Kind: String, Sendable {
-        case photo, video
+        case photo, raw, video
     }
 
     /// A JPEG of at most `size` pixels on its longest side (never enlarged) of the file at
@@ -23,6 +23,7 @@ public enum ThumbnailMaker {
         MetadataReader.initialize()
         switch kind {
         case .photo: return try photo(input, size: size)
+        case .raw: return try raw(input, size: size)
         case .video: return try video(input, size: size)
         }
     }
@@ -51,6 +52,24 @@ public enum ThumbnailMaker {
         } catch {
             throw LibraryError.refused("cannot decode the image: \(vipsError); FFmpeg: \(error)")
         }
+    }
+
+    /// A camera RAW: its embedded preview (exiv2 finds it), upright by the RAW's
+    /// orientation; without one (or one that does not decode), what libvips reads of it
+    /// (TIFF-based RAW files).
+    static func raw(_ path: String, size: Int) throws -> [UInt8] {
+        if let file = try? Exiv2File(path: path), let preview = file.preview(side: size) {
+            let orientation = Int32(file.number("Exif.Image.Orientation") ?? 1)
+            var thumbnail: UnsafeMutablePointer<VipsImage>?
+            let made = preview.withUnsafeBytes { shim_vips_thumbnail_preview($0.baseAddress, $0.count, Int32(size), orientation, &thumbnail) }
+            if made == 0, let thumbnail {
+                defer { shim_g_object_unref(thumbnail) }
+                // libvips decodes lazily: a preview it cannot read fails here.
+                if let jpeg = try? encode(thumbnail) { return jpeg }
+            }
+            _ = MetadataReader.takeVipsError()
+        }
+        return try photo(path, size: size)
     }
 
     static func encode(_ image: UnsafeMutablePointer<VipsImage>) throws -> [UInt8] {

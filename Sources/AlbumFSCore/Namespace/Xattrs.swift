@@ -18,11 +18,46 @@ extension FileSystem {
         let camera = [asset.make, asset.model].compactMap { $0 }.joined(separator: " ")
         if !camera.isEmpty { out.append(("camera", camera)) }
         if let d = asset.duration { out.append(("duration", String(format: "%.3f", d))) }
+        if let rating = descriptive(of: asset).rating { out.append(("rating", String(rating))) }
         out.append(("sha256", asset.sha256))
         out.append(("favorite", asset.favorite ? "1" : "0"))
         out.append(("hidden", asset.hidden ? "1" : "0"))
         return out.map { (Self.prefix + $0.0, $0.1) }
     }
+
+    /// Rating, keywords and caption as photo tools wrote them: a value set through the
+    /// mount first (stored as an attribute), then the photo's own XMP or IPTC, then its
+    /// sidecars' (PRODUCT.md section 4).
+    func descriptive(of asset: Asset) -> Descriptive {
+        let found = try? library.read { r -> Descriptive in
+            var d = try r.embeddedDescriptive(ofAsset: asset.id)
+            if d.rating == nil || d.keywords.isEmpty || d.caption == nil {
+                for reading in try r.sidecarReadings(of: asset) {
+                    if d.rating == nil { d.rating = reading.rating }
+                    if d.keywords.isEmpty { d.keywords = reading.keywords }
+                    if d.caption == nil { d.caption = reading.caption }
+                }
+            }
+            if let set = try r.xattr(ino: asset.id, name: Self.prefix + "rating") {
+                d.rating = Int(String(decoding: set, as: UTF8.self))
+            }
+            return d
+        }
+        return found ?? Descriptive()
+    }
+
+    /// What `user.xdg.comment` and `user.xdg.tags` read when nobody set them through the
+    /// mount: the caption and the keywords (comma-separated) photo tools wrote.
+    func readAttribute(_ name: String, of asset: Asset) -> [UInt8]? {
+        let d = descriptive(of: asset)
+        switch name {
+        case "user.xdg.comment": return d.caption.map { Array($0.utf8) }
+        case "user.xdg.tags": return d.keywords.isEmpty ? nil : Array(d.keywords.joined(separator: ",").utf8)
+        default: return nil
+        }
+    }
+
+    static let readAttributes = ["user.xdg.comment", "user.xdg.tags"]
 
     /// The object an inode's stored attributes belong to (an alias stores on its asset).
     func xattrOwner(_ ino: UInt64) throws -> (Int64, Asset?) {
@@ -51,16 +86,19 @@ extension FileSystem {
             if let (_, value) = computedXattrs(asset).first(where: { $0.0 == name }) { return Array(value.utf8) }
             throw FSError(ENODATA, "no attribute \(name)", logged: false)
         }
-        guard let value = try library.read({ try $0.xattr(ino: owner, name: name) }) else {
-            throw FSError(ENODATA, "no attribute \(name)", logged: false)
-        }
-        return value
+        if let value = try library.read({ try $0.xattr(ino: owner, name: name) }) { return value }
+        if let asset, let value = readAttribute(name, of: asset) { return value }
+        throw FSError(ENODATA, "no attribute \(name)", logged: false)
     }
 
     public func listxattr(_ ino: UInt64) throws -> [String] {
         let (owner, asset) = try xattrOwner(ino)
         var names = asset.map { computedXattrs($0).map(\.0) } ?? []
-        names += try library.read { try $0.xattrNames(ino: owner) }
+        let stored = try library.read { try $0.xattrNames(ino: owner) }
+        names += stored.filter { !names.contains($0) }
+        if let asset {
+            names += Self.readAttributes.filter { !stored.contains($0) && readAttribute($0, of: asset) != nil }
+        }
         return names
     }
 
@@ -78,6 +116,12 @@ extension FileSystem {
         if name.hasPrefix(Self.prefix) {
             guard let asset else { throw FSError.notPermitted("\(name): only photos and videos have it") }
             let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if name == Self.prefix + "rating" {
+                guard let rating = Int(text), (0...5).contains(rating) else { throw FSError(EINVAL, "\(name) takes 0 to 5, not '\(text)'") }
+                if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted") }
+                try library.write { try $0.setXattr(ino: asset.id, name: name, value: Array(String(rating).utf8)) }
+                return
+            }
             guard name == Self.prefix + "favorite" || name == Self.prefix + "hidden" else {
                 throw FSError.notPermitted("\(name) is read-only: it is the photo's own metadata")
             }
@@ -102,6 +146,13 @@ extension FileSystem {
         try checkWritable()
         try Self.checkNamespace(name)
         let (owner, asset) = try xattrOwner(ino)
+        if asset != nil && name == Self.prefix + "rating" {
+            // The rating set through the mount goes; the one photo tools wrote shows again.
+            guard try library.write(.durable, { try $0.removeXattr(ino: owner, name: name) }) else {
+                throw FSError(ENODATA, "no rating was set through the mount", logged: false)
+            }
+            return
+        }
         if asset != nil && name.hasPrefix(Self.prefix) {
             throw FSError.notPermitted("\(name) cannot be removed: set it to 0 instead, or it is read-only")
         }

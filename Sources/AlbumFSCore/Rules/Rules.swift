@@ -60,6 +60,7 @@ enum Rules {
     /// plain file there, with the reason for the log.
     static func importDestination(in folder: Folder, name: String) -> Result<ImportDestination, Refusal> {
         if Names.isScratch(name) { return .failure(Refusal("\(name) is a hidden or junk name", quiet: true)) }
+        if Sidecars.isSidecarName(name) { return .failure(Refusal("\(name) has a sidecar's name", quiet: true)) }
         switch folder {
         case .album(let id): return .success(ImportDestination(album: id, entryName: name, suffixOnConflict: false))
         case .allPhotos: return .success(.library)

@@ -33,6 +33,14 @@ extension FileSystem {
                 inodes.insert(folder.ino)
                 if withNames { names.append((folder.ino, child)) }
             }
+            if withNames {
+                // Its sidecars, beside it or gone to Recently Deleted with it.
+                let sidecars = (try? library.read { r in
+                    try r.sidecars(of: a).map { ($0.dirIno, $0.name) } + r.trashedSidecars(of: a.id).map { ($0.dirIno, $0.name) }
+                }) ?? []
+                names += sidecars
+                inodes.formUnion(sidecars.map(\.0))
+            }
             for membership in (try? library.read({ try $0.memberships(ofAsset: a.id) })) ?? [] {
                 views.append(.object(membership.albumID))
                 if withNames { names.append((UInt64(membership.albumID), membership.name)) }

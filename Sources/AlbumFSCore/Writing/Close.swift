@@ -156,6 +156,7 @@ extension FileSystem {
         if case .stayPlain = try destiny(of: "", name: file.name, folder: folder, over: nil),
            saves.vacatedBy(folder: folder.ino, name: file.name) == nil {
             try finishIfUnfinished(writer)
+            readSidecarIfOne(id)
             return .keptPlain
         }
         guard case .own(let fd) = work.bytes else { return .keptPlain }
@@ -219,7 +220,7 @@ extension FileSystem {
 
     /// A visible file kept as a plain file: said once, with the reason.
     func logKeptPlain(_ file: PlainFile, _ why: String) {
-        guard !Names.isScratch(file.name) else { return }
+        guard !Names.staysPlain(file.name) else { return }
         let first = loggedPlain.withLock { $0.insert(file.id).inserted }
         if first { Log.info("kept \(file.name) as a plain file of its folder, not a photo: \(why)") }
     }

@@ -20,6 +20,7 @@ extension FileSystem {
             try library.write { _ = try $0.deletePlainFile(file.id) }
             removePlainBytes(file)
             afterChange(folders: [parent], entries: [(parent, name)])
+            sidecarWent(named: file.name, in: parent)
         case .asset(let asset):
             let removal = try Rules.remove(from: Rules.Folder(folder), name: name, folderName: folder.displayName)
             let left = try library.write { tx in try remove(asset, as: name, by: removal, tx) }
@@ -96,7 +97,7 @@ extension FileSystem {
         let name = try validName(bytes)
         guard case .asset(let asset)? = try item(ino) else { throw FSError.notPermitted("only photos and videos can be linked") }
         if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted: restore it first") }
-        if Names.isScratch(name) { throw FSError.notPermitted("a photo cannot be linked under a hidden or junk name (\(name))") }
+        if Names.staysPlain(name) { throw FSError.notPermitted("a photo cannot be linked under a hidden, junk or sidecar name (\(name))") }
         let folder = try library.read { try self.folder(newParent, in: $0) }
         let effect = try Rules.link(into: Rules.Folder(folder), name: name, folderName: folder.displayName)
         if case .joinAlbum = effect, (try lookupEntry(in: folder, name: name)) != nil {

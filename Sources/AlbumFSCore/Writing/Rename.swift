@@ -77,6 +77,10 @@ extension FileSystem {
             let replaced = try library.write { try $0.movePlainFile(file.id, to: to.ino, name: newName) }
             if let replaced { removePlainBytes(replaced) }
             afterChange(folders: [from.ino, to.ino], entries: entries)
+            // A sidecar renamed away gives back what it gave; one renamed into place
+            // (an editor's temporary file, exiftool's `_exiftool_tmp`) is read.
+            if Names.key(file.name) != Names.key(newName) || from.ino != to.ino { sidecarWent(named: file.name, in: from.ino) }
+            readSidecarIfOne(file.id)
         }
         // Most renames of plain files can never make a photo: no need to read the file.
         if over == nil, case .stayPlain = try destiny(of: "", name: newName, folder: to, over: nil),
@@ -139,7 +143,7 @@ extension FileSystem {
         }
         let entries = [(from.ino, name), (to.ino, newName)]
 
-        if Names.isScratch(newName) {
+        if Names.staysPlain(newName) {
             return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
         }
 

@@ -95,6 +95,8 @@ enum InfoCommand {
         case .video: return "the video's creation time"
         case .fileTime: return "the file's mtime"
         case .user: return "an mtime set by the user"
+        case .xmp: return "XMP in the file"
+        case .sidecar: return "an XMP sidecar"
         }
     }
 }
