@@ -10,21 +10,16 @@ import XCTest
 /// albums) is the same photo: same inode right after the tool exits, same favorite,
 /// caption and albums, the edit in both albums, one more version, no other asset in All
 /// Photos, and the capture date of the new bytes.
-final class EditingToolTests: XCTestCase {
-    var temp: TempDirectory!
-    var mount: MountedLibrary!
-    var lib: String!
+final class EditingToolTests: MountTestCase {
+    override var folderPrefix: String { "albumfs-editing" }
     var plain: String!
 
     override func setUpWithError() throws {
-        try requireFUSE()
+        try super.setUpWithError()
         for tool in ["/usr/bin/exiftool", "/usr/bin/mogrify", "/usr/bin/convert"] {
             XCTAssertTrue(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run mount-scripts/test, which installs it")
         }
-        temp = TempDirectory("albumfs-editing")
-        lib = temp.sub("lib")
-        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
-        mount = try MountedLibrary(library: lib, temp: temp)
+        try mountLibrary()
         plain = temp.sub("plain")
         try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
         let source = Samples.directory + "/photos/jpg/gps/DSCN0010.jpg"
@@ -32,23 +27,6 @@ final class EditingToolTests: XCTestCase {
         try sh("setfattr -n user.albumfs.favorite -v 1 Albums/Trip/P.jpg && setfattr -n user.xdg.comment -v 'A caption' Albums/Trip/P.jpg")
         try Processes.shell("cp \(q(source)) \(q(plain))/P.jpg && chmod 644 \(q(plain))/P.jpg")
     }
-
-    override func tearDown() {
-        mount?.unmount()
-        mount = nil
-        temp?.remove()
-    }
-
-    var m: String { mount.mountpoint }
-
-    @discardableResult
-    func sh(_ command: String, in folder: String? = nil) throws -> Processes.Result {
-        let result = try Processes.shell("cd \(q(folder ?? m)) && \(command)")
-        XCTAssertEqual(result.status, 0, "\(command): \(result.stderr)")
-        return result
-    }
-
-    func library() throws -> Library { try Library.open(at: lib, access: .reader) }
 
     /// Runs `command` in the album folder and in the plain folder, then checks everything
     /// a user would.

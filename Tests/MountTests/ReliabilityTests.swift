@@ -9,40 +9,13 @@ import XCTest
 /// originals heal, decoders that fail for a moment are tried again, a crashing parser
 /// costs one file, listings never wait for decoders, numbers handed out stay true, and
 /// names in another case are not kept after the file goes.
-final class ReliabilityTests: XCTestCase {
-    var temp: TempDirectory!
-    var mount: MountedLibrary!
-    var lib: String!
-    let gps = Samples.directory + "/photos/jpg/gps"
-
-    override func setUpWithError() throws {
-        try requireFUSE()
-        temp = TempDirectory("albumfs-reliability")
-        lib = temp.sub("lib")
-        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
-    }
-
-    override func tearDown() {
-        mount?.unmount()
-        mount = nil
-        temp?.remove()
-    }
+final class ReliabilityTests: MountTestCase {
+    override var folderPrefix: String { "albumfs-reliability" }
 
     func start(_ environment: [String: String] = [:]) throws {
-        mount = try MountedLibrary(library: lib, temp: temp, environment: environment)
+        try mountLibrary(environment: environment)
         try sh("mkdir Albums/A")
     }
-
-    var m: String { mount.mountpoint }
-
-    @discardableResult
-    func sh(_ command: String, status: Int32 = 0) throws -> Processes.Result {
-        let result = try Processes.shell("cd \(q(m)) && \(command)")
-        XCTAssertEqual(result.status, status, "\(command): \(result.stderr)")
-        return result
-    }
-
-    func library() throws -> Library { try Library.open(at: lib, access: .reader) }
 
     /// A copy of a sample with other bytes (a JPEG comment carrying `tag`).
     func variant(_ name: String, _ tag: String) throws -> String {

@@ -8,33 +8,13 @@ import XCTest
 /// write them (exiftool), read into the photo's attributes where its own bytes are silent,
 /// values set through the mount winning, trashed and restored with their photo, and rsync
 /// of JPEG+XMP folders in and out.
-final class SidecarTests: XCTestCase {
-    var temp: TempDirectory!
-    var mount: MountedLibrary!
-    var lib: String!
+final class SidecarTests: MountTestCase {
+    override var folderPrefix: String { "albumfs-sidecars" }
 
     override func setUpWithError() throws {
-        try requireFUSE()
-        temp = TempDirectory("albumfs-sidecars")
-        lib = temp.sub("lib")
-        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
-        mount = try MountedLibrary(library: lib, temp: temp)
+        try super.setUpWithError()
+        try mountLibrary()
         try sh("mkdir Albums/Trip")
-    }
-
-    override func tearDown() {
-        mount?.unmount()
-        mount = nil
-        temp?.remove()
-    }
-
-    var m: String { mount.mountpoint }
-
-    @discardableResult
-    func sh(_ command: String, status: Int32 = 0) throws -> Processes.Result {
-        let result = try Processes.shell("cd \(q(m)) && \(command)")
-        XCTAssertEqual(result.status, status, "\(command): \(result.stderr)")
-        return result
     }
 
     func attribute(_ path: String, _ name: String) throws -> String? {

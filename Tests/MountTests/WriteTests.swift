@@ -6,36 +6,13 @@ import XCTest
 
 /// Writing through the mount with the real tools (issue 4): cp, cp -r, cp -p, rsync,
 /// mv, rm, ln, mkdir, rmdir, setfattr, editor saves, and a crash in the middle.
-final class WriteTests: XCTestCase {
-    var temp: TempDirectory!
-    var mount: MountedLibrary!
-    var lib: String!
+final class WriteTests: MountTestCase {
+    override var folderPrefix: String { "albumfs-write" }
 
     override func setUpWithError() throws {
-        try requireFUSE()
-        temp = TempDirectory("albumfs-write")
-        lib = temp.sub("lib")
-        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
-        mount = try MountedLibrary(library: lib, temp: temp)
+        try super.setUpWithError()
+        try mountLibrary()
     }
-
-    override func tearDown() {
-        mount?.unmount()
-        mount = nil
-        temp?.remove()
-    }
-
-    var m: String { mount.mountpoint }
-    let gps = Samples.directory + "/photos/jpg/gps"
-
-    @discardableResult
-    func sh(_ command: String, status: Int32 = 0) throws -> Processes.Result {
-        let result = try Processes.shell("cd \(q(m)) && \(command)")
-        XCTAssertEqual(result.status, status, "\(command): \(result.stderr)")
-        return result
-    }
-
-    func library() throws -> Library { try Library.open(at: lib, access: .reader) }
 
     func inode(_ path: String) throws -> String { try sh("stat -c %i \(q(path))").stdout }
 
