@@ -79,6 +79,11 @@ public enum FuseMount {
         guard fuse_session_mount(session, request.mountpoint) == 0 else {
             throw MountError("cannot mount on \(request.mountpoint); is /dev/fuse there and fusermount3 installed? (see the message above)")
         }
+        if !request.foreground && request.logPath == nil && !Log.syslogListens() {
+            // No syslog here: say once, while a terminal may still see it, where the
+            // reasons for refusals go.
+            FileHandle.standardError.write(Data("albumfs: no syslog daemon here; the log (the reason for every refusal) is \(logDescription(request))\n".utf8))
+        }
         if fuse_daemonize(request.foreground ? 1 : 0) != 0 {
             fuse_session_unmount(session)
             throw MountError("cannot go to the background")
@@ -180,12 +185,31 @@ public enum FuseMount {
         return entries.compactMap { Int32($0) }.filter { $0 > 2 && fcntl($0, F_GETFD) != -1 }
     }
 
+    /// The library's own log file, `LIBRARY/logs/albumfs.log`.
+    static func libraryLog(_ library: String) throws -> Log.Destination {
+        let folder = Library.absolute(.logs, inLibrary: library)
+        if mkdir(folder, 0o700) != 0 && errno != EEXIST { throw LibraryError.io("mkdir \(folder)", errno: errno) }
+        return try Log.openRotating(Library.absolute(.log("albumfs.log"), inLibrary: library))
+    }
+
+    /// Where a mount logs.
+    static func logDescription(_ request: MountRequest) -> String {
+        if let path = request.logPath { return path }
+        if request.foreground { return "stderr" }
+        return Log.syslogListens() ? "syslog" : Library.absolute(.log("albumfs.log"), inLibrary: request.library)
+    }
+
     static func configureLog(_ request: MountRequest) {
         let level: Log.Level = request.debug ? .debug : .info
         if let path = request.logPath, let fd = try? Log.openFile(path) {
             Log.configure(destination: .file(fd), minimum: level)
         } else if request.foreground {
             Log.configure(destination: .stderr, minimum: level)
+        } else if Log.syslogListens() {
+            Log.configure(destination: .syslog, minimum: level)
+        } else if let destination = try? libraryLog(request.library) {
+            // No syslog daemon (most containers): reasons sent there would be lost.
+            Log.configure(destination: destination, minimum: level)
         } else {
             Log.configure(destination: .syslog, minimum: level)
         }

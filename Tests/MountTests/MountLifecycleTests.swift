@@ -135,6 +135,23 @@ final class MountLifecycleTests: XCTestCase {
         XCTAssertTrue(waitUntil { self.daemons().isEmpty })
     }
 
+    /// Without a syslog daemon (this machine, most containers), a background mount logs
+    /// to the library's own log file and says so: a refusal's reason is found there.
+    func testWithoutSyslogTheReasonsGoToTheLibrarysLog() throws {
+        XCTAssertFalse(Log.syslogListens(), "this test is about machines without a syslog daemon")
+        let mnt = try mountpoint()
+        let mounted = try Processes.albumfs("mount", library, mnt)
+        XCTAssertEqual(mounted.status, 0, mounted.stderr)
+        let log = library + "/logs/albumfs.log"
+        XCTAssertTrue(mounted.stderr.contains("the log (the reason for every refusal) is \(log)"), mounted.stderr)
+        let refused = try Processes.shell("mkdir '\(mnt)/Smart Albums/Mine' 2>&1")
+        XCTAssertTrue(refused.stdout.contains("Operation not permitted"), refused.stdout)
+        XCTAssertTrue(try Processes.run("fusermount3", ["-u", mnt]).ok)
+        XCTAssertTrue(waitUntil { self.daemons().isEmpty })
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        XCTAssertTrue(text.contains("cannot make folder Mine in Smart Albums/"), text)
+    }
+
     func testReadOnlyMountRefusesChanges() throws {
         let mnt = try mountpoint()
         XCTAssertTrue(try Processes.albumfs("mount", library, mnt, "-o", "ro").ok)

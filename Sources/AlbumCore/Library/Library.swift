@@ -59,6 +59,12 @@ public final class Library: Sendable {
         return try Library(root: root, access: access, lock: lock)
     }
 
+    /// Where a library file is, for a process that has not opened the library (the
+    /// mount's log, set up before the library is opened).
+    public static func absolute(_ path: LibraryPath, inLibrary library: String) -> String {
+        normalized(library) + "/" + path.relative
+    }
+
     static func normalized(_ path: String) -> String {
         var path = path
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }

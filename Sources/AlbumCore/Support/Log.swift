@@ -2,7 +2,9 @@ import Foundation
 import Glibc
 
 /// The daemon's log: one line per event. In the foreground it goes to stderr; in the
-/// background to syslog (the journal), or to a file given with `-o log=PATH`.
+/// background to syslog (the journal) when something listens on /dev/log, else to
+/// `LIBRARY/logs/albumfs.log` (kept under 8 MiB, the one before as `.1`); or to a file
+/// given with `-o log=PATH`.
 public enum Log {
     public enum Level: Int, Sendable, Comparable {
         case debug = 0, info, warning, error
@@ -15,11 +17,14 @@ public enum Log {
         case stderr
         case syslog
         case file(Int32)
+        /// A file of the library's that starts again when it grows past `limit` bytes.
+        case rotating(path: String, fd: Int32, limit: Int64)
     }
 
     struct State {
         var destination: Destination = .stderr
         var minimum: Level = .info
+        var linesSinceCheck = 0
     }
 
     private static let state = Locked(State())
@@ -27,6 +32,34 @@ public enum Log {
     public static func configure(destination: Destination, minimum: Level) {
         if case .syslog = destination { openlog("albumfs", LOG_PID, LOG_DAEMON) }
         state.withLock { $0 = State(destination: destination, minimum: minimum) }
+    }
+
+    /// Whether a syslog daemon listens (no container and not every machine has one: a
+    /// message sent to nobody is lost).
+    public static func syslogListens() -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in "/dev/log".utf8.enumerated() { raw[i] = byte }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        }
+    }
+
+    /// The log file of a library, rotated first if it is over `limit`.
+    public static func openRotating(_ path: String, limit: Int64 = 8 << 20) throws -> Destination {
+        rotateIfFull(path, limit: limit)
+        return .rotating(path: path, fd: try openFile(path), limit: limit)
+    }
+
+    private static func rotateIfFull(_ path: String, limit: Int64) {
+        var st = stat()
+        guard stat(path, &st) == 0, Int64(st.st_size) >= limit else { return }
+        _ = rename(path, path + ".1")
     }
 
     /// Opens (appends to) a log file for `configure(destination: .file(...))`.
@@ -50,11 +83,31 @@ public enum Log {
         switch destination {
         case .syslog:
             text.withCString { syslog_message(level.syslogPriority, $0) }
-        case .stderr, .file:
+        case .stderr, .file, .rotating:
             let fd: Int32
-            if case .file(let f) = destination { fd = f } else { fd = 2 }
+            switch destination {
+            case .file(let f), .rotating(_, let f, _): fd = f
+            default: fd = 2
+            }
             let line = "\(timestamp()) albumfs[\(getpid())] \(level.label): \(text)\n"
             line.withCString { _ = Glibc.write(fd, $0, strlen($0)) }
+            if case .rotating(let path, _, let limit) = destination { checkRotation(path, limit: limit) }
+        }
+    }
+
+    /// Every few hundred lines, a log over its limit starts again (the full one kept as
+    /// `.1`).
+    private static func checkRotation(_ path: String, limit: Int64) {
+        state.withLock { state in
+            state.linesSinceCheck += 1
+            guard state.linesSinceCheck >= 256, case .rotating(_, let fd, _) = state.destination else { return }
+            state.linesSinceCheck = 0
+            var st = stat()
+            guard fstat(fd, &st) == 0, Int64(st.st_size) >= limit else { return }
+            rotateIfFull(path, limit: limit)
+            guard let fresh = try? openFile(path) else { return }
+            state.destination = .rotating(path: path, fd: fresh, limit: limit)
+            close(fd)
         }
     }
 

@@ -34,7 +34,8 @@ enum MountCommand {
                                         a photo open for reading cannot be replaced (ETXTBSY)
                                         until it is closed; the default with ro
                   nopassthrough         reads through the daemon's page cache; the default
-                  log=PATH              log to PATH instead of syslog (or stderr with -f)
+                  log=PATH              log to PATH instead of syslog (or stderr with -f); without a
+                                        syslog daemon, the log is LIBRARY/logs/albumfs.log
                   and mount(8)'s usual ones (nosuid, nodev, noexec, noatime, ...).
 
             An fstab line: LIBRARY MOUNTPOINT fuse.albumfs defaults 0 0
