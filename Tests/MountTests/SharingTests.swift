@@ -86,6 +86,35 @@ final class SharingTests: XCTestCase {
         XCTAssertTrue(try Processes.albumfs("check", lib).ok)
     }
 
+    /// What Windows Explorer and macOS Finder do over SMB: a new folder tree, copies in
+    /// (with the junk they leave: Thumbs.db, ._ files), a rename, then the photos of an
+    /// album deleted and the album removed, and a whole tree deleted at once. smbd lists
+    /// a folder itself before it removes it: it must find it empty.
+    func testSambaClientsDeleteFoldersAndTrees() throws {
+        let samba = try SambaServer(sharing: mount.mountpoint, in: temp)
+        defer { samba.stop() }
+        func smb(_ commands: String) throws -> String {
+            let result = try samba.client(commands)
+            XCTAssertEqual(result.status, 0, "\(commands): \(result.stdout) \(result.stderr)")
+            XCTAssertFalse(result.stdout.contains("NT_STATUS"), "\(commands): \(result.stdout)")
+            return result.stdout
+        }
+        let junk = temp.sub("junk")
+        FileManager.default.createFile(atPath: junk, contents: Data("junk".utf8))
+        _ = try smb("mkdir Albums\\Tree; mkdir Albums\\Tree\\Sub; cd Albums\\Tree; put \(gps)/DSCN0025.jpg DSCN0025.jpg; put \(junk) Thumbs.db; cd Sub; put \(gps)/DSCN0027.jpg DSCN0027.jpg; put \(junk) ._DSCN0027.jpg; rename DSCN0027.jpg Renamed.jpg")
+        XCTAssertEqual(try Processes.shell("ls -A \(q(mount.path("Albums/Tree/Sub")))").stdout, "._DSCN0027.jpg\nRenamed.jpg\n")
+        // The photos of an album deleted, then the album.
+        _ = try smb("cd Albums\\Tree\\Sub; del *; cd ..; rmdir Sub")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mount.path("Albums/Tree/Sub")))
+        // A whole tree at once.
+        _ = try smb("mkdir Albums\\Tree\\Deep; cd Albums\\Tree\\Deep; put \(gps)/DSCN0029.jpg DSCN0029.jpg")
+        _ = try smb("cd Albums; deltree Tree")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mount.path("Albums/Tree")))
+        // The photos stay in the library (rm in an album keeps them).
+        XCTAssertTrue(FileManager.default.fileExists(atPath: mount.path("All Photos/DSCN0029.jpg")))
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+
     func testNFSExportWithGanesha() throws {
         let nfs = try GaneshaServer(exporting: mount.mountpoint, in: temp)
         defer { nfs.stop() }
