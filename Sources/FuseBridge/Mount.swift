@@ -56,11 +56,13 @@ public enum FuseMount {
         if request.debug { args.append("-d") }
         var kernel = ["fsname=\(request.library)", "subtype=albumfs"] + request.kernelOptions
         var options = request.options
+        // Set-id bits and device files mean nothing in a photo library: never honoured.
+        for forced in ["nosuid", "nodev"] where !kernel.contains(forced) { kernel.append(forced) }
         if kernel.contains("allow_other") {
             // Other users get exactly what the modes allow, never more: the kernel checks
-            // them on every access, and set-id bits and device files mean nothing here.
+            // them on every access.
             options.allowOther = true
-            for forced in ["default_permissions", "nosuid", "nodev"] where !kernel.contains(forced) { kernel.append(forced) }
+            if !kernel.contains("default_permissions") { kernel.append("default_permissions") }
             if !request.umaskGiven { options.umask = 0o027 }
         }
         if options.readOnly && !kernel.contains("ro") { kernel.append("ro") }

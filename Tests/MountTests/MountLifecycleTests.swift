@@ -152,6 +152,33 @@ final class MountLifecycleTests: XCTestCase {
         XCTAssertTrue(text.contains("cannot make folder Mine in Smart Albums/"), text)
     }
 
+    /// The README's fstab line and the systemd unit in mount-scripts/sharing work as
+    /// written, with albumfs where albumfs-up installs it (/usr/local/bin): here a private
+    /// mount namespace puts this build there and a private /etc/fstab holds the line.
+    func testTheFstabLineAndTheSystemdUnitWorkAsWritten() throws {
+        let mnt = try mountpoint()
+        let bin = temp.sub("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Processes.albumfs, toPath: bin + "/albumfs")
+        let fstab = temp.sub("fstab")
+        try Data("\(library!)  \(mnt)  fuse.albumfs  defaults  0  0\n".utf8).write(to: URL(fileURLWithPath: fstab))
+        let script = """
+            mount --bind \(q(fstab)) /etc/fstab && mount --bind \(q(bin)) /usr/local/bin && mount \(q(mnt)) \
+            && test -f \(q(mnt))'/All Photos/DSCN0010.jpg' && grep -q ' \(mnt) fuse.albumfs ' /proc/self/mounts && umount \(q(mnt))
+            """
+        let result = try Processes.run("unshare", ["-m", "sh", "-c", script], timeout: 60)
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        XCTAssertTrue(waitUntil { self.daemons().isEmpty }, "the daemon ends with its mount")
+
+        // The unit: systemd's own check, with the command where this build is.
+        let unit = try String(contentsOfFile: Samples.packageRoot + "/mount-scripts/sharing/albumfs@.service", encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/albumfs", with: bin + "/albumfs")
+        let unitPath = temp.sub("albumfs@srv-photos.service")
+        try Data(unit.utf8).write(to: URL(fileURLWithPath: unitPath))
+        let verified = try Processes.run("systemd-analyze", ["verify", unitPath])
+        XCTAssertEqual(verified.status, 0, verified.stdout + verified.stderr)
+    }
+
     func testReadOnlyMountRefusesChanges() throws {
         let mnt = try mountpoint()
         XCTAssertTrue(try Processes.albumfs("mount", library, mnt, "-o", "ro").ok)

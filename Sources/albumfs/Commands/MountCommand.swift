@@ -20,8 +20,7 @@ enum MountCommand {
                   ro                    read-only: every change fails with EROFS
                   allow_other           let other users in (root, or user_allow_other in /etc/fuse.conf);
                                         the kernel then always enforces the modes (default_permissions),
-                                        set-id bits and devices are off (nosuid, nodev), and the default
-                                        umask is 027: the owner and the group, nobody else
+                                        and the default umask is 027: the owner and the group, nobody else
                   default_permissions   the kernel enforces the modes below
                   uid=N, gid=N          owner of every file and folder (default: yours)
                   umask=NNN             octal bits taken away from every mode (default 022; 027 with allow_other)
@@ -36,7 +35,9 @@ enum MountCommand {
                   nopassthrough         reads through the daemon's page cache; the default
                   log=PATH              log to PATH instead of syslog (or stderr with -f); without a
                                         syslog daemon, the log is LIBRARY/logs/albumfs.log
-                  and mount(8)'s usual ones (nosuid, nodev, noexec, noatime, ...).
+                  and mount(8)'s usual ones (noexec, noatime, ...). Set-id bits and device
+                  files are never honoured: every mount is nosuid,nodev (suid and dev, which
+                  fstab's defaults pass, are overruled).
 
             An fstab line: LIBRARY MOUNTPOINT fuse.albumfs defaults 0 0
             """,
@@ -88,7 +89,9 @@ enum MountCommand {
             request.options.umask = mask
             request.umaskGiven = true
         case "suid", "dev":
-            throw CommandError.usage("mount option \(key) is refused: AlbumFS never honours set-id bits or device files", command: "mount")
+            // mount(8) passes them for fstab's `defaults`: accepted, and overruled. Set-id
+            // bits and device files mean nothing here: every mount is nosuid,nodev.
+            break
         case "thumbnail_size":
             let size = try number()
             guard (16...4096).contains(size) else {
