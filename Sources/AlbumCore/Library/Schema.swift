@@ -188,6 +188,11 @@ enum Schema {
         ALTER TABLE plain_files ADD COLUMN trashed_with INTEGER;
         ALTER TABLE plain_files ADD COLUMN trashed_from INTEGER;
         CREATE INDEX plain_files_trashed ON plain_files(trashed_with) WHERE trashed_with IS NOT NULL;
+        -- The desktop trash (freedesktop.org): `.Trash-UID` at the root of the mount
+        -- (parent_id -1, role 1), its `files/` (role 2: photos trashed through it, by the
+        -- name the file manager gave them), `info/` (role 3: plain files only) and
+        -- `expunged/` (role 4: what gvfs empties out, deleted for good).
+        ALTER TABLE albums ADD COLUMN role INTEGER;
         """,
     ]
 

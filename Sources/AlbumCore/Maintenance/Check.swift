@@ -126,11 +126,12 @@ extension Library {
             }
         }
         let danglingAlbums = try read { r in
-            try r.db.query("SELECT id, name FROM albums WHERE parent_id != 0 AND parent_id NOT IN (SELECT id FROM albums)") { "\($0.text(1)) (\($0.int64(0)))" }
+            // The desktop trash folders live at the root of the mount (parent -1).
+            try r.db.query("SELECT id, name FROM albums WHERE parent_id > 0 AND parent_id NOT IN (SELECT id FROM albums)") { "\($0.text(1)) (\($0.int64(0)))" }
         }
         report.problems += danglingAlbums.map { "album \($0) has a missing parent" }
         if repair && !danglingAlbums.isEmpty {
-            try write { tx in try tx.db.run("UPDATE albums SET parent_id = 0 WHERE parent_id != 0 AND parent_id NOT IN (SELECT id FROM albums)") }
+            try write { tx in try tx.db.run("UPDATE albums SET parent_id = 0 WHERE parent_id > 0 AND parent_id NOT IN (SELECT id FROM albums)") }
             report.repairs.append("moved \(danglingAlbums.count) album(s) with a missing parent to the top of Albums/")
         }
         if repair {

@@ -23,7 +23,7 @@ extension Library {
             s.favorites = try count("SELECT count(*) FROM assets WHERE favorite = 1")
             s.hidden = try count("SELECT count(*) FROM assets WHERE hidden = 1")
             s.trashed = try count("SELECT count(*) FROM assets WHERE trashed_at IS NOT NULL")
-            s.albums = try count("SELECT count(*) FROM albums")
+            s.albums = try count("SELECT count(*) FROM albums WHERE role IS NULL")
             s.memberships = try count("SELECT count(*) FROM memberships")
             s.versions = try count("SELECT count(*) FROM versions")
             s.blobs = try count("SELECT count(*) FROM blobs")

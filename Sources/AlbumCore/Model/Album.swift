@@ -1,6 +1,21 @@
 import Glibc
 
-/// A user album (a directory under Albums/).
+/// What a folder that is kept as an album row is for, when it is not a user album.
+public enum AlbumRole: Int, Sendable {
+    /// `.Trash-UID` at the root of the mount: a file manager's trash (the freedesktop.org
+    /// trash specification's per-user trash of a mounted volume).
+    case desktopTrash = 1
+    /// Its `files/`: photos trashed through it (in Recently Deleted), under the names the
+    /// file manager gave them; restoring one moves it back out.
+    case trashFiles = 2
+    /// Its `info/`: the `.trashinfo` files the file manager writes, plain files.
+    case trashInfo = 3
+    /// Its `expunged/`: where gvfs moves what it empties out of the trash before it
+    /// deletes it. A photo moved there is deleted for good.
+    case trashExpunged = 4
+}
+
+/// A user album (a directory under Albums/), or a folder of the desktop trash (`role`).
 public struct Album: Sendable, Equatable {
     public var id: Int64
     /// 0 for an album at the top of Albums/.
@@ -11,8 +26,13 @@ public struct Album: Sendable, Equatable {
     public var changedNs: Int64
     /// Permission bits a user set; nil for the default.
     public var mode: UInt32?
+    /// nil for a user album.
+    public var role: AlbumRole?
 
-    static let columns = "id, parent_id, name, created_at, mtime_ns, changed_ns, mode"
+    /// The parent of the desktop trash folders: the root of the mount.
+    public static let rootParent: Int64 = -1
+
+    static let columns = "id, parent_id, name, created_at, mtime_ns, changed_ns, mode, role"
 
     init(row: Row) {
         id = row.int64(0)
@@ -22,6 +42,7 @@ public struct Album: Sendable, Equatable {
         mtimeNs = row.int64(4)
         changedNs = row.int64(5)
         mode = row.optionalInt(6).map { UInt32(truncatingIfNeeded: $0) }
+        role = row.optionalInt(7).flatMap(AlbumRole.init(rawValue:))
     }
 }
 
@@ -87,8 +108,9 @@ extension LibraryRecords {
                      parent, after, limit, map: Album.init)
     }
 
+    /// Every user album (not the desktop trash's folders).
     public func allAlbums() throws -> [Album] {
-        try db.query("SELECT \(Album.columns) FROM albums ORDER BY id", map: Album.init)
+        try db.query("SELECT \(Album.columns) FROM albums WHERE role IS NULL ORDER BY id", map: Album.init)
     }
 
     /// The album at a path of names below Albums/ (`["Trips", "Rome 2024"]`).
@@ -130,9 +152,9 @@ extension LibraryRecords {
     /// a sub-album, a member (shown or not) or a plain file.
     func nameTaken(inAlbum albumID: Int64, key: String) throws -> Bool {
         if try db.scalar("SELECT 1 FROM albums WHERE parent_id = ? AND name_key = ?", albumID, key) != nil { return true }
-        if try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?",
-                         Int64(FixedInode.folder(ofAlbum: albumID)), key) != nil { return true }
-        if albumID != 0,
+        let folder = albumID == Album.rootParent ? FixedInode.root : FixedInode.folder(ofAlbum: albumID)
+        if try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(folder), key) != nil { return true }
+        if albumID > 0,
            try db.scalar("SELECT 1 FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key) != nil { return true }
         return false
     }
@@ -145,7 +167,7 @@ extension Transaction {
     /// sub-album, a plain file or a visible member has it; the entry of a deleted or
     /// hidden asset gives way (`makeWayForVisibleEntry`).
     func claimName(inAlbum albumID: Int64, name: String) throws {
-        if albumID != 0, let member = try membership(named: name, inAlbum: albumID) {
+        if albumID > 0, let member = try membership(named: name, inAlbum: albumID) {
             try makeWayForVisibleEntry(member)
         }
         if try nameTaken(inAlbum: albumID, key: Names.key(name)) { throw LibraryError.exists(name) }
@@ -153,14 +175,14 @@ extension Transaction {
 
     /// Creates an album. EEXIST if the parent already has an entry of that name.
     @discardableResult
-    public func createAlbum(named name: String, in parent: Int64) throws -> Album {
+    public func createAlbum(named name: String, in parent: Int64, role: AlbumRole? = nil) throws -> Album {
         try Names.validate(name)
-        if parent != 0, try album(id: parent) == nil { throw LibraryError.notFound("album \(parent)") }
+        if parent > 0, try album(id: parent) == nil { throw LibraryError.notFound("album \(parent)") }
         try claimName(inAlbum: parent, name: name)
         let id = try allocateID()
         let now = nowNanoseconds()
-        try db.run("INSERT INTO albums(id, parent_id, name, name_key, created_at, mtime_ns, changed_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   id, parent, name, Names.key(name), now / nanosecondsPerSecond, now, now)
+        try db.run("INSERT INTO albums(id, parent_id, name, name_key, created_at, mtime_ns, changed_ns, role) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                   id, parent, name, Names.key(name), now / nanosecondsPerSecond, now, now, role?.rawValue)
         try touchAlbum(parent)
         return try album(id: id)!
     }
@@ -221,7 +243,7 @@ extension Transaction {
 
     /// Sets an album's mtime and ctime to now (its entries changed).
     func touchAlbum(_ id: Int64) throws {
-        guard id != 0 else { return }
+        guard id > 0 else { return }
         let now = nowNanoseconds()
         try db.run("UPDATE albums SET mtime_ns = ?, changed_ns = ? WHERE id = ?", now, now, id)
     }

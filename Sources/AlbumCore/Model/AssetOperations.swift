@@ -100,6 +100,9 @@ extension Transaction {
     public func restore(_ id: Int64) throws {
         try update(id, "trashed_at = NULL")
         try restoreSidecars(of: id)
+        // Out of every desktop trash it went to (their `files/` list trashed photos).
+        try db.run("DELETE FROM memberships WHERE asset_id = ? AND album_id IN (SELECT id FROM albums WHERE role = ?)",
+                   id, AlbumRole.trashFiles.rawValue)
     }
 
     /// Permission bits for an asset (chmod); nil goes back to the default. Set-id bits

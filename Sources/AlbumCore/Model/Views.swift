@@ -99,11 +99,14 @@ extension LibraryRecords {
     }
 
     /// Members of an album in listing order, after sort key `after`: the membership and
-    /// its asset. Trashed and hidden assets are not listed.
-    public func members(ofAlbum album: Int64, after: Int64 = -1, limit: Int = Int.max) throws -> [(Membership, Asset)] {
+    /// its asset. Trashed and hidden assets are not listed; in the desktop trash's
+    /// `files/` (`trashed`), only the trashed ones are.
+    public func members(ofAlbum album: Int64, after: Int64 = -1, limit: Int = Int.max,
+                        trashed: Bool = false) throws -> [(Membership, Asset)] {
         try db.query("""
             SELECT m.id, m.name, m.sort_key, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
-            WHERE m.album_id = ? AND m.sort_key > ? AND \(AssetView.visible) ORDER BY m.sort_key LIMIT ?
+            WHERE m.album_id = ? AND m.sort_key > ? AND \(trashed ? "a.trashed_at IS NOT NULL" : AssetView.visible)
+            ORDER BY m.sort_key LIMIT ?
             """, album, after, limit) { row in
             let asset = Asset(row: row, first: 3)
             return (Membership(id: row.int64(0), albumID: album, assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)
@@ -111,10 +114,10 @@ extension LibraryRecords {
     }
 
     /// The member of an album called `name` (any case or normalization), if visible.
-    public func member(named name: String, ofAlbum album: Int64) throws -> (Membership, Asset)? {
+    public func member(named name: String, ofAlbum album: Int64, trashed: Bool = false) throws -> (Membership, Asset)? {
         try db.first("""
             SELECT m.id, m.name, m.sort_key, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
-            WHERE m.album_id = ? AND m.name_key = ? AND \(AssetView.visible)
+            WHERE m.album_id = ? AND m.name_key = ? AND \(trashed ? "a.trashed_at IS NOT NULL" : AssetView.visible)
             """, album, Names.key(name)) { row in
             let asset = Asset(row: row, first: 3)
             return (Membership(id: row.int64(0), albumID: album, assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)

@@ -77,6 +77,11 @@ extension FileSystem {
         case .album(let album):
             var a = folderAttributes(ino: UInt64(album.id), writable: true, mtimeNs: album.mtimeNs, ctimeNs: album.changedNs)
             if let mode = album.mode { a.permissions = mode & 0o1777 & ~options.umask }
+            if album.role != nil, let owner = try desktopTrashOwner(album) {
+                // The trash specification: a user's `.Trash-UID` is that user's, private.
+                a.uid = owner
+                a.permissions = 0o700
+            }
             return a
         case .thumbnail(let asset):
             guard let file = try thumbnailWaitingIfNeeded(of: asset) else { throw FSError.noEntry("thumbnail of \(asset.name)") }
@@ -84,6 +89,13 @@ extension FileSystem {
         default:
             return virtualFolderAttributes(item)
         }
+    }
+
+    /// The user a desktop trash folder (`.Trash-UID`, or its `files/` and `info/`) is for.
+    func desktopTrashOwner(_ album: Album) throws -> UInt32? {
+        if album.role == .desktopTrash { return Rules.trashOwner(album.name) }
+        guard let top = try library.read({ try $0.album(id: album.parentID) }) else { return nil }
+        return Rules.trashOwner(top.name)
     }
 
     /// An asset's attributes; while a writer holds new bytes for it, their size and mtime.

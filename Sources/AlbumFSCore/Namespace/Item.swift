@@ -76,7 +76,7 @@ enum Item {
         switch self {
         case .root: return "the root"
         case .albumsTop: return "Albums/"
-        case .album(let a): return "album \(a.name)"
+        case .album(let a): return a.role == nil ? "album \(a.name)" : "the desktop trash (\(a.name))"
         case .allPhotos: return "All Photos/"
         case .byDate, .year, .month, .day: return "a date view"
         case .smartAlbums: return "Smart Albums/"
@@ -147,6 +147,7 @@ extension FileSystem {
         case .thumbnails(let folder): return try self.item(folder, in: records)
         case .album(let a):
             if a.parentID == 0 { return .albumsTop }
+            if a.parentID == Album.rootParent { return .root }
             return try records.album(id: a.parentID).map { .album($0) }
         case .asset, .plain, .thumbnail: return nil
         }

@@ -116,6 +116,7 @@ extension FileSystem {
                 var objects: [DirectoryEntry] = []
                 var parentAlbum: Int64?
                 if case .albumsTop = folder { parentAlbum = 0 }
+                if case .root = folder { parentAlbum = Album.rootParent }  // the desktop trash folders
                 if case .album(let album) = folder { parentAlbum = album.id }
                 if let parentAlbum {
                     for sub in try r.albums(in: parentAlbum, after: idAfter, limit: room) {
@@ -146,7 +147,8 @@ extension FileSystem {
                 out.append(DirectoryEntry(name: asset.name, attributes: attributes(of: asset), cookie: Cookie.asset(asset.sortKey)))
             }
         case .album(let album):
-            for (membership, asset) in try r.members(ofAlbum: album.id, after: assetAfter, limit: room) {
+            for (membership, asset) in try r.members(ofAlbum: album.id, after: assetAfter, limit: room,
+                                                     trashed: album.role == .trashFiles) {
                 out.append(DirectoryEntry(name: membership.name, attributes: attributes(of: asset),
                                           cookie: Cookie.asset(membership.sortKey)))
             }

@@ -59,6 +59,7 @@ extension FileSystem {
             switch folder {
             case .root:
                 if let (shown, item) = Self.rootChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
+                if let trash = try r.album(named: name, in: Album.rootParent) { return (.album(trash), trash.name) }
             case .smartAlbums:
                 if let (shown, item) = Self.smartChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
             case .albumsTop:
@@ -87,7 +88,9 @@ extension FileSystem {
             case .album(let album):
                 if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
                 if let sub = try r.album(named: name, in: album.id) { return (.album(sub), sub.name) }
-                if let (membership, asset) = try r.member(named: name, ofAlbum: album.id) { return (.asset(asset), membership.name) }
+                if let (membership, asset) = try r.member(named: name, ofAlbum: album.id, trashed: album.role == .trashFiles) {
+                    return (.asset(asset), membership.name)
+                }
             case .asset, .plain, .thumbnail:
                 throw FSError(ENOTDIR, "not a folder", logged: false)
             }
@@ -100,7 +103,9 @@ extension FileSystem {
     func assetEntry(in folderIno: UInt64, named name: String, _ r: any LibraryRecords) throws -> (Asset, String)? {
         guard let folder = try item(folderIno, in: r) else { return nil }
         if let view = folder.view { return try r.asset(named: name, in: view).map { ($0, $0.name) } }
-        if case .album(let album) = folder { return try r.member(named: name, ofAlbum: album.id).map { ($0.1, $0.0.name) } }
+        if case .album(let album) = folder {
+            return try r.member(named: name, ofAlbum: album.id, trashed: album.role == .trashFiles).map { ($0.1, $0.0.name) }
+        }
         return nil
     }
 }

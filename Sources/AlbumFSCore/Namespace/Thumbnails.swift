@@ -41,7 +41,7 @@ extension FileSystem {
         if let view = folder.view {
             entries = try r.assets(in: view, after: after, limit: limit).map { ($0.name, $0, Cookie.asset($0.sortKey)) }
         } else if case .album(let album) = folder {
-            entries = try r.members(ofAlbum: album.id, after: after, limit: limit).map { ($0.0.name, $0.1, Cookie.asset($0.0.sortKey)) }
+            entries = try r.members(ofAlbum: album.id, after: after, limit: limit, trashed: album.role == .trashFiles).map { ($0.0.name, $0.1, Cookie.asset($0.0.sortKey)) }
         }
         let size = options.thumbnailSize
         var out: [DirectoryEntry] = []

@@ -20,11 +20,24 @@ enum Rules {
         /// The root, Smart Albums/ itself.
         case fixed
         case thumbnails
+        /// The desktop trash (docs/desktop-trash.md): `.Trash-UID` at the root, its
+        /// `files/` (photos trashed through it) and its `info/` (plain files).
+        case desktopTrash(Int64)
+        case trashFiles(Int64)
+        case trashInfo
+        case trashExpunged
 
         init(_ item: Item) {
             switch item {
             case .albumsTop: self = .albumsTop
-            case .album(let a): self = .album(a.id)
+            case .album(let a):
+                switch a.role {
+                case nil: self = .album(a.id)
+                case .desktopTrash: self = .desktopTrash(a.id)
+                case .trashFiles: self = .trashFiles(a.id)
+                case .trashInfo: self = .trashInfo
+                case .trashExpunged: self = .trashExpunged
+                }
             case .allPhotos: self = .allPhotos
             case .byDate, .year, .month, .day: self = .dateView
             case .smart(.favorites): self = .favorites
@@ -44,11 +57,11 @@ enum Rules {
     /// its close is `importDestination`'s answer.
     static func createFile(in folder: Folder, name: String, folderName: String) throws {
         switch folder {
-        case .album, .albumsTop, .allPhotos, .favorites, .hidden:
+        case .album, .albumsTop, .allPhotos, .favorites, .hidden, .trashFiles, .trashInfo, .trashExpunged:
             return
         case .thumbnails:
             throw FSError.notPermitted("cannot create \(name) in .thumbnails/: thumbnails are made by AlbumFS")
-        case .dateView, .recentlyDeleted, .view, .fixed:
+        case .dateView, .recentlyDeleted, .view, .fixed, .desktopTrash:
             // Client junk (.DS_Store, ._*) is kept wherever a client browses; anything
             // else would be a photo in a view of the library.
             if Names.isScratch(name) { return }
@@ -68,6 +81,8 @@ enum Rules {
         case .hidden: return .success(ImportDestination(hidden: true))
         case .albumsTop:
             return .failure(Refusal("photos at the top of Albums/ stay plain files: move it into an album to add it to the library"))
+        case .trashFiles, .trashInfo, .trashExpunged:
+            return .failure(Refusal("the desktop trash keeps files as they are", quiet: true))
         default:
             return .failure(Refusal("this folder is a view of the library", quiet: true))
         }
@@ -116,7 +131,7 @@ enum Rules {
         case .allPhotos, .dateView: return .trash
         case .favorites: return .unmarkFavorite
         case .hidden: return .unhide
-        case .recentlyDeleted: return .deleteForGood
+        case .recentlyDeleted, .trashFiles: return .deleteForGood  // emptying the desktop trash, too
         default:
             throw FSError.notPermitted("cannot remove \(name) from \(folderName): it is a view of the library")
         }
@@ -156,7 +171,7 @@ enum Rules {
         case .allPhotos: return .stay
         case .favorites: return .unmarkFavorite
         case .hidden: return .unhide
-        case .recentlyDeleted: return .restore
+        case .recentlyDeleted, .trashFiles: return .restore
         default: throw FSError.notPermitted("cannot move \(name) out of \(folderName): it is a view of the library")
         }
     }
@@ -168,6 +183,11 @@ enum Rules {
         case rename
         case markFavorite
         case hide
+        /// Into the desktop trash's `files/`: to Recently Deleted (its albums kept for the
+        /// restore, as `rm` in All Photos keeps them), listed there under this name.
+        case trash(Int64)
+        /// Into the desktop trash's `expunged/` (emptying the trash): deleted for good.
+        case deleteForGood
     }
 
     static func moveIn(to folder: Folder, from source: Folder, name: String, folderName: String) throws -> Arrival {
@@ -177,6 +197,8 @@ enum Rules {
         case .favorites: return .markFavorite
         case .hidden: return .hide
         case .recentlyDeleted where source == .recentlyDeleted: return .rename
+        case .trashFiles(let id): return .trash(id)
+        case .trashExpunged: return .deleteForGood
         case .albumsTop:
             throw FSError.notPermitted("cannot move \(name) into Albums/ itself: it holds albums; move it into an album")
         default: throw FSError.notPermitted("cannot move \(name) into \(folderName)")
@@ -190,9 +212,35 @@ enum Rules {
         switch folder {
         case .albumsTop: return 0
         case .album(let id): return id
+        case .desktopTrash, .trashFiles, .trashInfo, .trashExpunged:
+            throw FSError.notPermitted("cannot make folder \(name) in the desktop trash: it holds files/, info/ and expunged/ only")
         default:
             throw FSError.notPermitted("cannot make folder \(name) in \(folderName): folders are albums, made in Albums/")
         }
+    }
+
+    /// `mkdir` of the desktop trash (the freedesktop.org trash specification): a file
+    /// manager makes `.Trash-UID` at the top of the volume, then its `files/` and
+    /// `info/`. The parent and role of the folder it makes, or nil when `name` is none of
+    /// these here.
+    static func makeTrashFolder(in folder: Folder, isRoot: Bool, name: String) -> (parent: Int64, role: AlbumRole)? {
+        if isRoot, trashOwner(name) != nil { return (Album.rootParent, .desktopTrash) }
+        if case .desktopTrash(let id) = folder {
+            switch name {
+            case "files": return (id, .trashFiles)
+            case "info": return (id, .trashInfo)
+            case "expunged": return (id, .trashExpunged)
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    /// The owner a `.Trash-UID` folder is for.
+    static func trashOwner(_ name: String) -> UInt32? {
+        guard name.hasPrefix(".Trash-"), let uid = UInt32(name.dropFirst(".Trash-".count)),
+              String(uid) == name.dropFirst(".Trash-".count) else { return nil }
+        return uid
     }
 
     /// Moving an album: the album it lands in (0: the top of Albums/).
@@ -200,6 +248,8 @@ enum Rules {
         switch folder {
         case .albumsTop: return 0
         case .album(let id): return id
+        case .trashFiles:
+            throw FSError.notPermitted("albums do not go to the trash: remove their photos (rm in All Photos sends them to Recently Deleted), then rmdir \(name)")
         default: throw FSError.notPermitted("cannot move album \(name) into \(folderName): albums live in Albums/")
         }
     }
@@ -209,6 +259,7 @@ enum Rules {
     static func isWritable(_ folder: Folder) -> Bool {
         switch folder {
         case .albumsTop, .album, .allPhotos, .favorites, .hidden, .recentlyDeleted: return true
+        case .desktopTrash, .trashFiles, .trashInfo, .trashExpunged: return true
         case .dateView: return true  // rm there moves a photo to Recently Deleted
         case .fixed: return true      // the root and Smart Albums/ keep client junk
         case .view, .thumbnails: return false

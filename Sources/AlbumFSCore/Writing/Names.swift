@@ -58,12 +58,13 @@ extension FileSystem {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
-        let parentAlbum = try Rules.makeFolder(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        let trash = Rules.makeTrashFolder(in: Rules.Folder(folder), isRoot: parent == FixedInode.root, name: name)
+        let parentAlbum = try trash?.parent ?? Rules.makeFolder(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
         let taken = try lookupEntry(in: folder, name: name) != nil
         if Names.key(name) == Names.key(Self.thumbnailsFolderName) || taken {
             throw FSError(EEXIST, "\(name) exists", logged: false)
         }
-        let album = try library.write { try $0.createAlbum(named: name, in: parentAlbum) }
+        let album = try library.write { try $0.createAlbum(named: name, in: parentAlbum, role: trash?.role) }
         afterChange(folders: [parent], entries: [(parent, name)])
         return try attributes(of: .album(album))
     }

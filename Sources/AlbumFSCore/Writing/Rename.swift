@@ -126,8 +126,8 @@ extension FileSystem {
     /// becomes a plain file with these bytes, and the photo leaves as `rm` would take it.
     private func moveAsset(_ asset: Asset, from: Item, name: String, to: Item, newName: String, replacing target: Item?) throws {
         let fromKind = Rules.Folder(from), toKind = Rules.Folder(to)
-        if asset.isTrashed && fromKind != .recentlyDeleted {
-            throw FSError.notPermitted("\(name) is in Recently Deleted")
+        if asset.isTrashed, fromKind != .recentlyDeleted {
+            if case .trashFiles = fromKind {} else { throw FSError.notPermitted("\(name) is in Recently Deleted") }
         }
         var replacedPlain: PlainFile?
         var over: Asset?
@@ -177,8 +177,14 @@ extension FileSystem {
         }
 
         // An ordinary move.
-        let departure = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
         let arrival = try Rules.moveIn(to: toKind, from: fromKind, name: newName, folderName: to.displayName)
+        // Into the desktop trash, from any folder: the photo keeps its albums for its
+        // restore, as `rm` in All Photos keeps them.
+        let departure: Rules.Departure
+        switch arrival {
+        case .trash, .deleteForGood: departure = .stay
+        default: departure = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
+        }
         let sameFolder = from.ino == to.ino
         try library.write { tx in
             if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
@@ -197,6 +203,12 @@ extension FileSystem {
             default: break
             }
             switch arrival {
+            case .trash(let filesFolder):
+                try tx.trash(asset.id)
+                try tx.addMembership(album: filesFolder, asset: asset.id, name: newName)
+            case .deleteForGood:
+                try tx.deleteAsset(asset.id)
+                Log.info("deleted \(asset.name) for good (the desktop trash was emptied)")
             case .joinAlbum(let album) where !moved:
                 try tx.addMembership(album: album, asset: asset.id, name: newName)
             case .rename:
