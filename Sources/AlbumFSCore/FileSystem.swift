@@ -39,6 +39,8 @@ public final class FileSystem: Sendable {
     let thumbnailWaitLimit: Int
     /// Files whose bytes changed since the kernel last opened them.
     let contentChanges = Locked(Set<UInt64>())
+    /// The shared thumbnail names of folders (MD5 hashes), as of a version of the library.
+    let sharedNames = Locked([UInt64: (version: Int64, names: [String: (asset: Int64, name: String, membership: Int64?)])]())
     /// Names already logged as kept plain (a visible file that is not a photo): once each.
     let loggedPlain = Locked(Set<Int64>())
     /// Free space that writes never take (1% of the library's disk, between 1 and 64

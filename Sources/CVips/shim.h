@@ -34,6 +34,22 @@ static inline int shim_vips_thumbnail_preview(const void *bytes, size_t length, 
     return rc;
 }
 
+// A PNG of the freedesktop.org shared thumbnail repository, made from one of our own
+// thumbnail JPEGs (upright, no metadata): at most `side` pixels, with the Thumb::URI and
+// Thumb::MTime text chunks the specification asks for.
+static inline int shim_vips_shared_png(const char *jpeg, int side, const char *uri, const char *mtime,
+                                       void **bytes, size_t *length) {
+    VipsImage *thumb = NULL, *tagged = NULL;
+    if (vips_thumbnail(jpeg, &thumb, side, "height", side, "size", VIPS_SIZE_DOWN, NULL)) return -1;
+    if (vips_copy(thumb, &tagged, NULL)) { g_object_unref(thumb); return -1; }
+    g_object_unref(thumb);
+    vips_image_set_string(tagged, "png-comment-0-Thumb::URI", uri);
+    vips_image_set_string(tagged, "png-comment-1-Thumb::MTime", mtime);
+    int rc = vips_pngsave_buffer(tagged, bytes, length, NULL);
+    g_object_unref(tagged);
+    return rc;
+}
+
 static inline int shim_vips_autorot(VipsImage *in, VipsImage **out) {
     return vips_autorot(in, out, NULL);
 }

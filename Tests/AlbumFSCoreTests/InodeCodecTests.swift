@@ -23,6 +23,15 @@ final class InodeCodecTests: XCTestCase {
             (.thumbnails(of: 1000), 3 << 56 | 1000),
             (.thumbnails(of: objectLimit - 1), 3 << 56 | (objectLimit - 1)),
             (.thumbnails(of: tag | 20261130), 3 << 56 | 1 << 52 | 20261130),
+            (.sharedThumbnails(of: 3), 4 << 56 | 3),
+            (.sharedThumbnails(of: tag | 20261130), 4 << 56 | 1 << 52 | 20261130),
+            (.sharedSize(of: 1000, large: false), 5 << 56 | 1000),
+            (.sharedSize(of: objectLimit - 1, large: true), 5 << 56 | 1 << 51 | (objectLimit - 1)),
+            (.sharedSize(of: tag | 20261130, large: true), 5 << 56 | 1 << 52 | 1 << 51 | 20261130),
+            (.sharedThumbnail(id: 1000, large: false, entry: false), 6 << 56 | 1000),
+            (.sharedThumbnail(id: Int64(objectLimit - 1), large: true, entry: false), 6 << 56 | 1 << 51 | (objectLimit - 1)),
+            (.sharedThumbnail(id: 1, large: false, entry: true), 6 << 56 | 1 << 50 | 1),
+            (.sharedThumbnail(id: Int64(objectLimit - 1), large: true, entry: true), 6 << 56 | 1 << 51 | 1 << 50 | (objectLimit - 1)),
         ]
         for album in SmartAlbum.allCases {
             table.append((.smart(album), 16 + UInt64(album.rawValue)))
@@ -53,7 +62,12 @@ final class InodeCodecTests: XCTestCase {
             (3 << 56 | 4, "the thumbnails of By Date, which lists no photos"),
             (3 << 56 | 1 << 52 | 2026, "the thumbnails of a year, which lists no photos"),
             (3 << 56 | 1 << 52 | 202611, "the thumbnails of a month, which lists no photos"),
-            (4 << 56 | 1000, "an unknown tag"), (0xFF << 56 | 1000, "the highest tag"), (UInt64.max, "all ones"),
+            (4 << 56 | 4, "the shared thumbnails of By Date, which lists no photos"),
+            (5 << 56 | 1 << 52 | 2026, "a size folder of a year's shared thumbnails"),
+            (6 << 56 | 999, "the shared thumbnail of a number below the first asset"),
+            (6 << 56 | 1 << 50, "the shared thumbnail of album entry 0"),
+            (6 << 56 | Self.objectLimit, "a shared thumbnail past the last id"),
+            (7 << 56 | 1000, "an unknown tag"), (0xFF << 56 | 1000, "the highest tag"), (UInt64.max, "all ones"),
         ]
         for (number, why) in never {
             XCTAssertNil(Node(ino: number), "\(String(number, radix: 16)): \(why)")

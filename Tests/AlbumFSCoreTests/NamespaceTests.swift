@@ -74,7 +74,7 @@ final class NamespaceTests: XCTestCase {
         var options = MountOptions()
         options.listThumbnails = true
         fs = FileSystem(library: library, options: options)
-        XCTAssertEqual(try names("Albums/Trips/Tuscany 2008"), [".", "..", ".thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
+        XCTAssertEqual(try names("Albums/Trips/Tuscany 2008"), [".", "..", ".thumbnails", ".sh_thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
     }
 
     func testOneAssetOneInodeEverywhere() throws {

@@ -96,6 +96,46 @@ final class ThumbnailTests: XCTestCase {
         XCTAssertFalse(tarList.contains(".thumbnails"), tarList)
     }
 
+    /// The freedesktop.org shared thumbnail repository: `.sh_thumbnails/normal/` and
+    /// `large/` beside the photos, each PNG named as a real consumer computes it (GLib's
+    /// file-name escaping, then MD5 of the relative URI; names with a space and with
+    /// non-ASCII letters), with Thumb::URI and Thumb::MTime equal to the photo's st_mtime,
+    /// which changes when a new version is written.
+    func testSharedThumbnailRepository() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let album = mount.path("Albums/Trip")
+        let gps = Samples.directory + "/photos/jpg/gps"
+        try sh("mkdir \(q(album)) && cp \(q(gps))/DSCN0010.jpg \(q(album + "/IMG 1.jpg")) && cp \(q(gps))/DSCN0012.jpg \(q(album + "/Été à Paris.jpg"))")
+        XCTAssertFalse(try sh("ls -A \(q(album))").stdout.contains(".sh_thumbnails"))
+        XCTAssertEqual(try sh("ls \(q(album))/.sh_thumbnails").stdout, "large\nnormal\n")
+        func consumerName(_ name: String) throws -> (uri: String, file: String) {
+            // GLib (what GNOME's thumbnail readers use) escapes the name; MD5 of "./" + it.
+            let script = "import sys, hashlib; from gi.repository import GLib; u = './' + GLib.filename_to_uri('/x/' + sys.argv[1]).rsplit('/', 1)[1]; print(u); print(hashlib.md5(u.encode()).hexdigest() + '.png')"
+            let lines = try Processes.run("/usr/bin/python3", ["-c", script, name]).stdout.split(separator: "\n").map(String.init)
+            return (lines[0], lines[1])
+        }
+        for name in ["IMG 1.jpg", "Été à Paris.jpg"] {
+            let (uri, file) = try consumerName(name)
+            let mtime = try sh("stat -c %Y \(q(album + "/" + name))").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            for (size, side) in [("normal", 128), ("large", 256)] {
+                let png = "\(album)/.sh_thumbnails/\(size)/\(file)"
+                XCTAssertEqual(try sh("vipsheader -f width \(q(png)); vipsheader -f height \(q(png)); vipsheader -f vips-loader \(q(png))").stdout,
+                               "\(side)\n\(side * 3 / 4)\npngload\n", "\(name) \(size)")
+                XCTAssertEqual(try sh("exiftool -s3 -ThumbURI -ThumbMTime \(q(png))").stdout, "\(uri)\n\(mtime)\n", "\(name) \(size)")
+            }
+        }
+        XCTAssertEqual(try sh("ls \(q(album))/.sh_thumbnails/normal | sort").stdout,
+                       [try consumerName("IMG 1.jpg").file, try consumerName("Été à Paris.jpg").file].sorted().joined(separator: "\n") + "\n")
+        // A new version: a new st_mtime, and the thumbnail says so.
+        sleep(1)
+        try sh("exiftool -q -overwrite_original -Artist=Someone \(q(album + "/IMG 1.jpg"))")
+        let mtime = try sh("stat -c %Y \(q(album + "/IMG 1.jpg"))").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let png = "\(album)/.sh_thumbnails/large/\(try consumerName("IMG 1.jpg").file)"
+        XCTAssertEqual(try sh("exiftool -s3 -ThumbMTime \(q(png))").stdout, "\(mtime)\n")
+    }
+
     func testThumbnailsAreUprightLikeVipsthumbnail() throws {
         try mountSamples()
         let orientation = Samples.media.filter { $0.path.hasPrefix("photos/jpg/orientation/") }

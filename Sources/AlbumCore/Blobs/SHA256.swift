@@ -26,6 +26,15 @@ public struct SHA256Hasher: ~Copyable {
     }
 }
 
+/// MD5 of `bytes` as 32 lowercase hex digits: only where a specification names it (the
+/// freedesktop.org thumbnail names), never to identify content.
+public func md5Hex(_ bytes: [UInt8]) -> String {
+    var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+    var length: UInt32 = 0
+    _ = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_md5(), nil) }
+    return hexString(digest.prefix(Int(length)))
+}
+
 private let hexDigits = Array("0123456789abcdef".utf8)
 
 func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {

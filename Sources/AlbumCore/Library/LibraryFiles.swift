@@ -41,6 +41,13 @@ public struct LibraryPath: Hashable, Sendable, CustomStringConvertible {
 
     public static func log(_ name: String) -> LibraryPath { LibraryPath("logs/\(name)") }
 
+    /// A PNG of the shared thumbnail repository (`.sh_thumbnails`) of `side` pixels, for
+    /// the bytes `sha256` under a name and mtime that `key` stands for (they are written
+    /// into the PNG).
+    public static func sharedThumbnail(sha256: String, side: Int, key: String) -> LibraryPath {
+        LibraryPath("thumbnails/sh\(side)/\(sha256.prefix(2))/\(sha256)-\(key).png")
+    }
+
     /// The folder this is in ("." for the library folder itself).
     public var parent: LibraryPath {
         guard let slash = relative.lastIndex(of: "/") else { return LibraryPath(".") }

@@ -113,6 +113,17 @@ extension LibraryRecords {
         }
     }
 
+    /// An album entry by its id, with its asset (whatever the asset's state).
+    public func membership(id: Int64) throws -> (Membership, Asset)? {
+        try db.first("""
+            SELECT m.id, m.name, m.sort_key, m.album_id, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
+            WHERE m.id = ?
+            """, id) { row in
+            let asset = Asset(row: row, first: 4)
+            return (Membership(id: row.int64(0), albumID: row.int64(3), assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)
+        }
+    }
+
     /// The member of an album called `name` (any case or normalization), if visible.
     public func member(named name: String, ofAlbum album: Int64, trashed: Bool = false) throws -> (Membership, Asset)? {
         try db.first("""

@@ -1,3 +1,4 @@
+import CVips
 import Foundation
 import Glibc
 
@@ -96,9 +97,35 @@ public final class ThumbnailCache: Sendable {
         return nil
     }
 
+    /// The shared-repository PNG (freedesktop.org, `.sh_thumbnails`) of `side` pixels
+    /// made from `jpeg` (this cache's own thumbnail of the bytes `sha256`), naming the
+    /// original `uri` with `mtimeSeconds`; made now if missing. Our own JPEG is decoded
+    /// here, in this process: its bytes are ours, not a user's.
+    public func sharedPNG(of jpeg: Thumbnail, sha256: String, side: Int, uri: String, mtimeSeconds: Int64) throws -> Thumbnail {
+        let key = String(md5Hex(Array("\(uri)\u{0}\(mtimeSeconds)".utf8)).prefix(16))
+        let path = LibraryPath.sharedThumbnail(sha256: sha256, side: side, key: key)
+        if let st = try library.files.status(path), st.isRegularFile {
+            return Thumbnail(path: path, size: Int64(st.st_size), mtimeNs: st.modificationNanoseconds)
+        }
+        MetadataReader.initialize()
+        let source = try library.files.open(jpeg.path, flags: O_RDONLY)
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard shim_vips_shared_png(source.procPath, Int32(side), uri, String(mtimeSeconds), &buffer, &length) == 0, let buffer else {
+            throw LibraryError.io("cannot make the shared thumbnail of \(uri): \(MetadataReader.takeVipsError())", errno: EIO)
+        }
+        defer { g_free(buffer) }
+        try store(Array(UnsafeRawBufferPointer(start: buffer, count: length)), at: path, sha256: sha256)
+        guard let st = try library.files.status(path) else { throw LibraryError.notFound(path.relative) }
+        return Thumbnail(path: path, size: Int64(st.st_size), mtimeNs: st.modificationNanoseconds)
+    }
+
     /// Writes a thumbnail (or a failure mark) into place: a temporary file, then a rename.
     private func store(_ bytes: [UInt8], sha256: String, size: Int, ext: String = "jpg") throws {
-        let path = LibraryPath.thumbnail(sha256: sha256, size: size, ext: ext)
+        try store(bytes, at: LibraryPath.thumbnail(sha256: sha256, size: size, ext: ext), sha256: sha256)
+    }
+
+    private func store(_ bytes: [UInt8], at path: LibraryPath, sha256: String) throws {
         try library.files.makeFolder(path.parent.parent)
         try library.files.makeFolder(path.parent)
         let temporary = path.parent.appending(".\(sha256).\(UInt64.random(in: 0...UInt64.max).hex16).tmp")

@@ -24,6 +24,11 @@ enum Item {
     case plain(PlainFile)
     /// The thumbnail of an asset (in any `.thumbnails` folder).
     case thumbnail(Asset)
+    /// The freedesktop.org shared thumbnail repository of a folder (`.sh_thumbnails`),
+    /// its `normal/` or `large/`, and one PNG there (SharedThumbnails.swift).
+    case sharedThumbnails(of: UInt64)
+    case sharedSize(of: UInt64, large: Bool)
+    case sharedThumbnail(SharedEntry)
 
     var node: Node {
         switch self {
@@ -41,6 +46,9 @@ enum Item {
         case .asset(let a): return .object(a.id)
         case .plain(let p): return .object(p.id)
         case .thumbnail(let a): return .thumbnail(asset: a.id)
+        case .sharedThumbnails(let folder): return .sharedThumbnails(of: folder)
+        case .sharedSize(let folder, let large): return .sharedSize(of: folder, large: large)
+        case .sharedThumbnail(let e): return .sharedThumbnail(id: e.membership ?? e.asset.id, large: e.large, entry: e.membership != nil)
         }
     }
 
@@ -48,7 +56,7 @@ enum Item {
 
     var isFolder: Bool {
         switch self {
-        case .asset, .plain, .thumbnail: return false
+        case .asset, .plain, .thumbnail, .sharedThumbnail: return false
         default: return true
         }
     }
@@ -85,6 +93,8 @@ enum Item {
         case .asset(let a): return a.name
         case .plain(let p): return p.name
         case .thumbnail(let a): return "the thumbnail of \(a.name)"
+        case .sharedThumbnails, .sharedSize: return ".sh_thumbnails/"
+        case .sharedThumbnail(let e): return "the shared thumbnail of \(e.name)"
         }
     }
 }
@@ -109,6 +119,18 @@ extension FileSystem {
             return .thumbnails(of: folder)
         case .thumbnail(let id):
             return try records.asset(id: id).map { .thumbnail($0) }
+        case .sharedThumbnails(let folder):
+            guard let parent = try item(folder, in: records), parent.listsAssets else { return nil }
+            return .sharedThumbnails(of: folder)
+        case .sharedSize(let folder, let large):
+            guard let parent = try item(folder, in: records), parent.listsAssets else { return nil }
+            return .sharedSize(of: folder, large: large)
+        case .sharedThumbnail(let id, let large, let entry):
+            if entry {
+                guard let (membership, asset) = try records.membership(id: id) else { return nil }
+                return .sharedThumbnail(SharedEntry(asset: asset, name: membership.name, large: large, membership: membership.id))
+            }
+            return try records.asset(id: id).map { .sharedThumbnail(SharedEntry(asset: $0, name: $0.name, large: large, membership: nil)) }
         case .object(let id):
             if let asset = try records.asset(id: id) { return .asset(asset) }
             if let album = try records.album(id: id) { return .album(album) }
@@ -144,12 +166,13 @@ extension FileSystem {
         case .year: return .byDate
         case .month(let m): return .year(m / 100)
         case .day(let d): return .month(d / 100)
-        case .thumbnails(let folder): return try self.item(folder, in: records)
+        case .thumbnails(let folder), .sharedThumbnails(let folder): return try self.item(folder, in: records)
+        case .sharedSize(let folder, _): return .sharedThumbnails(of: folder)
         case .album(let a):
             if a.parentID == 0 { return .albumsTop }
             if a.parentID == Album.rootParent { return .root }
             return try records.album(id: a.parentID).map { .album($0) }
-        case .asset, .plain, .thumbnail: return nil
+        case .asset, .plain, .thumbnail, .sharedThumbnail: return nil
         }
     }
 }

@@ -82,7 +82,11 @@ extension FileSystem {
         case .smartAlbums: fixed = Self.smartChildren
         case .allPhotos, .smart, .day, .album:
             // Reachable by path always; listed only when the mount asks (MountOptions).
-            if options.listThumbnails { fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino))] }
+            if options.listThumbnails {
+                fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino)), (Self.sharedFolderName, .sharedThumbnails(of: ino))]
+            }
+        case .sharedThumbnails(let folder):
+            fixed = Self.sharedSizes.map { ($0.name, .sharedSize(of: folder, large: $0.large)) }
         default: break
         }
         for (index, (name, item)) in fixed.enumerated() where !full {
@@ -110,7 +114,7 @@ extension FileSystem {
                     out.append(DirectoryEntry(name: DateNames.day(day), attributes: virtualFolderAttributes(.day(day)),
                                               cookie: Cookie.object(Int64(day))))
                 }
-            case .thumbnails:
+            case .thumbnails, .sharedThumbnails, .sharedSize:
                 break
             default:
                 var objects: [DirectoryEntry] = []
@@ -154,6 +158,12 @@ extension FileSystem {
             }
         case .thumbnails(let parentIno):
             out += try thumbnailEntries(in: parentIno, after: assetAfter, limit: room, r)
+        case .sharedSize(let parentIno, let large):
+            // By name only: a stat of one makes it (from the folder's JPEG thumbnail).
+            for (entry, cookie) in try sharedEntries(in: parentIno, large: large, after: assetAfter, limit: room, r)
+            where !thumbnails.failed(sha256: entry.asset.sha256, size: options.thumbnailSize) {
+                out.append(DirectoryEntry(name: Self.sharedName(entry.name), ino: Item.sharedThumbnail(entry).ino, cookie: cookie))
+            }
         default:
             break
         }

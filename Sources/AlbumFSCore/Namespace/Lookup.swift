@@ -82,16 +82,27 @@ extension FileSystem {
                       let (asset, shown) = try assetEntry(in: folderIno, named: String(name.dropLast(4)), r) else { return nil }
                 if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return nil }
                 return (.thumbnail(asset), shown + ".jpg")
+            case .sharedThumbnails(let folderIno):
+                if let size = Self.sharedSizes.first(where: { $0.name == name }) {
+                    return (.sharedSize(of: folderIno, large: size.large), size.name)
+                }
+                return nil
+            case .sharedSize(let folderIno, let large):
+                guard let entry = try sharedEntry(in: folderIno, large: large, named: name, r) else { return nil }
+                if thumbnails.failed(sha256: entry.asset.sha256, size: options.thumbnailSize) { return nil }
+                return (.sharedThumbnail(entry), name)
             case .allPhotos, .smart, .day:
                 if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
+                if key == Names.key(Self.sharedFolderName) { return (.sharedThumbnails(of: folder.ino), Self.sharedFolderName) }
                 if let asset = try r.asset(named: name, in: folder.view!) { return (.asset(asset), asset.name) }
             case .album(let album):
                 if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
+                if key == Names.key(Self.sharedFolderName) { return (.sharedThumbnails(of: folder.ino), Self.sharedFolderName) }
                 if let sub = try r.album(named: name, in: album.id) { return (.album(sub), sub.name) }
                 if let (membership, asset) = try r.member(named: name, ofAlbum: album.id, trashed: album.role == .trashFiles) {
                     return (.asset(asset), membership.name)
                 }
-            case .asset, .plain, .thumbnail:
+            case .asset, .plain, .thumbnail, .sharedThumbnail:
                 throw FSError(ENOTDIR, "not a folder", logged: false)
             }
             if let plain = try r.plainFile(named: name, in: folder.ino) { return (.plain(plain), plain.name) }

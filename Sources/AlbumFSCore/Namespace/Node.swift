@@ -12,6 +12,9 @@ import AlbumCore
 /// | 1<<56 + code | a date folder: yyyy, yyyymm or yyyymmdd |
 /// | 2<<56 + id | the thumbnail of asset id |
 /// | 3<<56 + folder | the `.thumbnails` folder of a folder (a date folder's code with bit 52) |
+/// | 4<<56 + folder | the `.sh_thumbnails` folder of a folder (the same folder code) |
+/// | 5<<56 + folder (+ bit 51 for large) | its `normal/` or `large/` |
+/// | 6<<56 + id (+ bit 51 large, + bit 50 for an album entry) | a shared thumbnail: of asset id as All Photos and the views name it, or of album entry (membership) id |
 public enum Node: Hashable, Sendable {
     case root
     case albumsRoot
@@ -24,7 +27,13 @@ public enum Node: Hashable, Sendable {
     case day(Int)            // yyyymmdd
     case thumbnails(of: UInt64)
     case thumbnail(asset: Int64)
-    /// An album, asset, scratch file or file being written: which one is in the library.
+    /// The freedesktop.org shared thumbnail repository of a folder (`.sh_thumbnails/`),
+    /// its `normal/` and `large/`, and one thumbnail there: of an asset as the views
+    /// name it, or of an album entry (`entry`: the id is a membership's).
+    case sharedThumbnails(of: UInt64)
+    case sharedSize(of: UInt64, large: Bool)
+    case sharedThumbnail(id: Int64, large: Bool, entry: Bool)
+    /// An album, asset, plain file or file being written: which one is in the library.
     case object(Int64)
 
     static let dateTag: UInt64 = 1 << 56
@@ -32,6 +41,11 @@ public enum Node: Hashable, Sendable {
     static let thumbnailsDirTag: UInt64 = 3 << 56
     static let tagMask: UInt64 = 0xFF << 56
     static let dateInThumbnailsDir: UInt64 = 1 << 52
+    static let sharedDirTag: UInt64 = 4 << 56
+    static let sharedSizeTag: UInt64 = 5 << 56
+    static let sharedThumbnailTag: UInt64 = 6 << 56
+    static let largeBit: UInt64 = 1 << 51
+    static let entryBit: UInt64 = 1 << 50
     static let objectLimit: UInt64 = 1 << 48
 
     public var ino: UInt64 {
@@ -45,11 +59,11 @@ public enum Node: Hashable, Sendable {
         case .year(let y): return Self.dateTag | UInt64(y)
         case .month(let m): return Self.dateTag | UInt64(m)
         case .day(let d): return Self.dateTag | UInt64(d)
-        case .thumbnails(let folder):
-            if folder & Self.tagMask == Self.dateTag {
-                return Self.thumbnailsDirTag | Self.dateInThumbnailsDir | (folder & ~Self.tagMask)
-            }
-            return Self.thumbnailsDirTag | folder
+        case .thumbnails(let folder): return Self.thumbnailsDirTag | Self.folderCode(folder)
+        case .sharedThumbnails(let folder): return Self.sharedDirTag | Self.folderCode(folder)
+        case .sharedSize(let folder, let large): return Self.sharedSizeTag | Self.folderCode(folder) | (large ? Self.largeBit : 0)
+        case .sharedThumbnail(let id, let large, let entry):
+            return Self.sharedThumbnailTag | UInt64(id) | (large ? Self.largeBit : 0) | (entry ? Self.entryBit : 0)
         case .thumbnail(let asset): return Self.thumbnailTag | UInt64(asset)
         case .object(let id): return UInt64(id)
         }
@@ -84,13 +98,37 @@ public enum Node: Hashable, Sendable {
             guard id >= 1000 && id < Self.objectLimit else { return nil }
             self = .thumbnail(asset: Int64(id))
         case Self.thumbnailsDirTag:
-            var folder = ino & ~Self.tagMask
-            if folder & Self.dateInThumbnailsDir != 0 { folder = Self.dateTag | (folder & ~Self.dateInThumbnailsDir) }
-            guard let parent = Node(ino: folder), parent.listsAssets else { return nil }
+            guard let folder = Self.folder(ofCode: ino & ~Self.tagMask) else { return nil }
             self = .thumbnails(of: folder)
+        case Self.sharedDirTag:
+            guard let folder = Self.folder(ofCode: ino & ~Self.tagMask) else { return nil }
+            self = .sharedThumbnails(of: folder)
+        case Self.sharedSizeTag:
+            guard let folder = Self.folder(ofCode: ino & ~Self.tagMask & ~Self.largeBit) else { return nil }
+            self = .sharedSize(of: folder, large: ino & Self.largeBit != 0)
+        case Self.sharedThumbnailTag:
+            let id = ino & ~Self.tagMask & ~Self.largeBit & ~Self.entryBit
+            guard id >= 1 && id < Self.objectLimit else { return nil }
+            let entry = ino & Self.entryBit != 0
+            // Assets are objects (ids from 1000); album entries are numbered from 1.
+            if !entry && id < 1000 { return nil }
+            self = .sharedThumbnail(id: Int64(id), large: ino & Self.largeBit != 0, entry: entry)
         default:
             return nil
         }
+    }
+
+    /// A folder's code in the number of its thumbnail folders: its own number, a date
+    /// folder's code with bit 52 instead of its tag.
+    static func folderCode(_ folder: UInt64) -> UInt64 {
+        folder & tagMask == dateTag ? dateInThumbnailsDir | (folder & ~tagMask) : folder
+    }
+
+    /// The folder a code stands for, if it is one that lists assets.
+    static func folder(ofCode code: UInt64) -> UInt64? {
+        let folder = code & dateInThumbnailsDir != 0 ? dateTag | (code & ~dateInThumbnailsDir) : code
+        guard let parent = Node(ino: folder), parent.listsAssets else { return nil }
+        return folder
     }
 
     /// Folders that list assets, and so have a `.thumbnails/` subfolder. Albums are

@@ -44,7 +44,7 @@ enum Rules {
             case .smart(.hidden): self = .hidden
             case .smart(.recentlyDeleted): self = .recentlyDeleted
             case .smart(let s): self = .view(s)
-            case .thumbnails: self = .thumbnails
+            case .thumbnails, .sharedThumbnails, .sharedSize: self = .thumbnails
             default: self = .fixed
             }
         }

@@ -52,12 +52,26 @@ extension FileSystem {
         }
         if let asset { collect(asset, withNames: false) }
         if let before { collect(before, withNames: true) }
-        // The .thumbnails/ folder beside each folder that lists assets.
+        // The .thumbnails/ folder beside each folder that lists assets, and the shared
+        // repository's (its names are hashes of the entries' names).
         for (folder, name) in names where Node(ino: folder)?.listsAssets == true {
             names.append((Node.thumbnails(of: folder).ino, name + ".jpg"))
+            for size in Self.sharedSizes {
+                names.append((Node.sharedSize(of: folder, large: size.large).ino, Self.sharedName(name)))
+            }
         }
         for folder in inodes where Node(ino: folder)?.listsAssets == true {
             inodes.insert(Node.thumbnails(of: folder).ino)
+            for size in Self.sharedSizes { inodes.insert(Node.sharedSize(of: folder, large: size.large).ino) }
+        }
+        // A shared thumbnail carries the photo's mtime: its attributes change with it.
+        for a in [asset, before].compactMap({ $0 }) {
+            for large in [false, true] {
+                files.insert(Node.sharedThumbnail(id: a.id, large: large, entry: false).ino)
+                for membership in (try? library.read({ try $0.memberships(ofAsset: a.id) })) ?? [] {
+                    files.insert(Node.sharedThumbnail(id: membership.id, large: large, entry: true).ino)
+                }
+            }
         }
         invalidate(inodes.sorted().map { .listing($0) } + files.sorted().map { .attributes($0) }
                    + names.map { .entry(parent: $0.0, name: $0.1) })

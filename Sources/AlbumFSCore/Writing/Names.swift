@@ -14,7 +14,7 @@ extension FileSystem {
         let folder = try library.read { try self.folder(parent, in: $0) }
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
-        case .thumbnail:
+        case .thumbnail, .sharedThumbnail:
             return
         case .plain(let file):
             try library.write { _ = try $0.deletePlainFile(file.id) }
@@ -80,9 +80,9 @@ extension FileSystem {
         case .album(let album):
             try library.write { try $0.deleteAlbum(id: album.id) }
             afterChange(folders: [parent, UInt64(album.id)], entries: [(parent, name)])
-        case .thumbnails:
+        case .thumbnails, .sharedThumbnails, .sharedSize:
             return  // derived: removing it changes nothing (rm -r of an album)
-        case .asset, .plain, .thumbnail:
+        case .asset, .plain, .thumbnail, .sharedThumbnail:
             throw FSError(ENOTDIR, "\(name) is not a folder", logged: false)
         default:
             throw FSError.notPermitted("cannot remove \(name): it is a fixed folder of the library")

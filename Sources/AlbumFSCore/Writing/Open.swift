@@ -87,6 +87,12 @@ extension FileSystem {
                 try library.files.open(thumbnail.path, flags: O_RDONLY)
             }
             return try opened(ino: ino, .readOnly(fd), keepCache: mayKeepCache(ino), readOnly: true, passthroughCandidate: fd)
+        case .sharedThumbnail(let entry):
+            if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
+            guard let file = try sharedThumbnailFile(entry) else { throw FSError.noEntry("shared thumbnail of \(entry.name)") }
+            let fd = try explained("shared thumbnail of \(entry.name) cannot be opened") { try library.files.open(file.path, flags: O_RDONLY) }
+            // One number, new bytes after a new version (its mtime is in them): no old pages.
+            return try opened(ino: ino, .readOnly(fd), keepCache: false, readOnly: true)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
@@ -296,7 +302,7 @@ extension FileSystem {
                 if let mtime = changes.mtimeNs { try tx.setAlbumTimes(id: album.id, mtimeNs: mtime) }
                 if let mode = changes.mode { try tx.setAlbumMode(id: album.id, mode: mode) }
             }
-        case .thumbnail:
+        case .thumbnail, .sharedThumbnail:
             if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil {
                 throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed")
             }

@@ -69,7 +69,7 @@ extension FileSystem {
             try Rules.writeInto(photo)
             try refuseChangeWhileReadInPassthrough(UInt64(photo.id), photo.name)
             over = photo
-        case .thumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
+        case .thumbnail?, .sharedThumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
         default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
         }
         let entries = [(from.ino, file.name), (to.ino, newName)]
@@ -138,7 +138,7 @@ extension FileSystem {
             try Rules.writeInto(photo)
             try refuseChangeWhileReadInPassthrough(UInt64(photo.id), photo.name)
             over = photo
-        case .thumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
+        case .thumbnail?, .sharedThumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
         default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
         }
         let entries = [(from.ino, name), (to.ino, newName)]
