@@ -27,6 +27,8 @@ public final class FileSystem: Sendable {
     let writers = WriterTable()
     /// The minute of a save: names a photo left, files that became photos moments ago.
     let saves = SaveWindow()
+    /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).
+    let newAlbums = NewAlbums()
     /// Inode numbers reserved for files being created.
     let idBlock = Locked<Range<Int64>>(0..<0)
     /// When the library last changed through this mount: the time of virtual folders.

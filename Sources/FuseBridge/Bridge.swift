@@ -117,6 +117,11 @@ final class Bridge: @unchecked Sendable {
     }
 }
 
+/// The process (thread id) a request came from, 0 when unknown.
+func caller(_ req: fuse_req_t?) -> Int32 {
+    fuse_req_ctx(req)?.pointee.pid ?? 0
+}
+
 /// A C string argument as the bytes it is (names are bytes on the wire).
 func bytes(_ name: UnsafePointer<CChar>?) -> [UInt8] {
     guard let name else { return [] }

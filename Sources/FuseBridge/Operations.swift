@@ -17,7 +17,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         let b = Bridge.from(req)
         b.handle(req, "lookup \(display(name)) in \(parent)") {
             let asked = bytes(name)
-            b.replyFound(req, try b.fs.lookup(parent: parent, name: asked), asked: asked)
+            b.replyFound(req, try b.fs.lookup(parent: parent, name: asked, pid: caller(req)), asked: asked)
         }
     }
     ops.forget = { req, _, _ in fuse_reply_none(req) }
@@ -75,7 +75,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.mkdir = { req, parent, name, _ in
         let b = Bridge.from(req)
         b.handle(req, "mkdir \(display(name)) in \(parent)") {
-            b.replyEntry(req, try b.fs.mkdir(parent: parent, name: bytes(name)))
+            b.replyEntry(req, try b.fs.mkdir(parent: parent, name: bytes(name), pid: caller(req)))
         }
     }
     ops.unlink = { req, parent, name in

@@ -136,6 +136,35 @@ final class ThumbnailTests: XCTestCase {
         XCTAssertEqual(try sh("exiftool -s3 -ThumbMTime \(q(png))").stdout, "\(mtime)\n")
     }
 
+    /// A tree with a `.thumbnails/` of its own (Android's DCIM) copied in with `cp -a`
+    /// and `rsync -a`: the copy succeeds and nothing in it is lost; its files stay plain
+    /// files (not photos), the thumbnails AlbumFS makes are still there, and `rm -r` of
+    /// the album removes everything.
+    func testACopiedTreeKeepsItsOwnThumbnailsFolder() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let m = mount.mountpoint
+        let card = temp.sub("DCIM/Camera")
+        let gps = Samples.directory + "/photos/jpg/gps"
+        try sh("mkdir -p \(q(card))/.thumbnails && cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg \(q(card))/")
+        try sh("vips thumbnail \(q(gps))/DSCN0010.jpg \(q(card))/.thumbnails/1700000000001.jpg 96 && head -c 3000 /dev/urandom > \(q(card))/.thumbnails/.thumbdata4--1967290299")
+        try sh("cp -a \(q(card)) \(q(m))/Albums/Camera")
+        try sh("rsync -a \(q(card))/ \(q(m))/Albums/Camera2/")
+        for album in ["Camera", "Camera2"] {
+            for file in ["DSCN0010.jpg", "DSCN0012.jpg", ".thumbnails/1700000000001.jpg", ".thumbnails/.thumbdata4--1967290299"] {
+                try sh("cmp \(q(card + "/" + file)) \(q(m))/Albums/\(album)/\(q(file))")
+            }
+            try sh("test -f \(q(m))/Albums/\(album)/.thumbnails/DSCN0010.jpg.jpg")
+        }
+        XCTAssertEqual(try sh("ls \(q(m))/'All Photos'").stdout, "DSCN0010.jpg\nDSCN0012.jpg\n", "the card's own thumbnails are not photos")
+        // Any other process finds a new album's .thumbnails/ at once (reachable by path).
+        try sh("mkdir \(q(m))/Albums/Fresh && test -d \(q(m))/Albums/Fresh/.thumbnails")
+        XCTAssertTrue(try sh("mkdir \(q(m))/Albums/Camera/.thumbnails 2>&1", status: 1).stdout.contains("File exists"), "made and holding files: EEXIST")
+        try sh("rm -r \(q(m))/Albums/Camera \(q(m))/Albums/Camera2 \(q(m))/Albums/Fresh")
+        XCTAssertEqual(try sh("ls \(q(m))/Albums").stdout, "")
+    }
+
     func testThumbnailsAreUprightLikeVipsthumbnail() throws {
         try mountSamples()
         let orientation = Samples.media.filter { $0.path.hasPrefix("photos/jpg/orientation/") }

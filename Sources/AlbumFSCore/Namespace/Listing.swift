@@ -114,7 +114,7 @@ extension FileSystem {
                     out.append(DirectoryEntry(name: DateNames.day(day), attributes: virtualFolderAttributes(.day(day)),
                                               cookie: Cookie.object(Int64(day))))
                 }
-            case .thumbnails, .sharedThumbnails, .sharedSize:
+            case .sharedThumbnails, .sharedSize:
                 break
             default:
                 var objects: [DirectoryEntry] = []

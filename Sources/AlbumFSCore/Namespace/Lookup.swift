@@ -20,8 +20,9 @@ extension FileSystem {
 
     /// Looks a name up in a folder. Names arrive as bytes: not UTF-8 is EILSEQ, over 255
     /// bytes ENAMETOOLONG. Case and Unicode normalization do not matter. `.` and `..`
-    /// are answered for any folder (NFS asks them after a restart).
-    public func lookup(parent: UInt64, name bytes: [UInt8]) throws -> Found {
+    /// are answered for any folder (NFS asks them after a restart). `pid` is the caller's
+    /// process (0: unknown), for NewAlbums.
+    public func lookup(parent: UInt64, name bytes: [UInt8], pid: Int32 = 0) throws -> Found {
         if bytes == [0x2E] || bytes == [0x2E, 0x2E] {
             // "." of any inode, file or folder: NFS servers look a handle up that way.
             let item: Item? = try library.read { r in
@@ -34,6 +35,11 @@ extension FileSystem {
         }
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
+        if case .album(let album) = folder, newAlbums.hidesThumbnails(of: album.id, from: pid),
+           Names.key(name) == Names.key(Self.thumbnailsFolderName),
+           try library.plainFiles(in: Node.thumbnails(of: parent).ino).isEmpty {
+            throw FSError.noEntry(name)
+        }
         guard let (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
         return Found(attributes: try attributes(of: item), name: shownAs)
     }
@@ -78,6 +84,9 @@ extension FileSystem {
                     return (.day(day), DateNames.day(day))
                 }
             case .thumbnails(let folderIno):
+                // Files copied into an album's .thumbnails/ first (they cannot be named
+                // as a thumbnail AlbumFS shows: creating such a name opens that one).
+                if let plain = try r.plainFile(named: name, in: folder.ino) { return (.plain(plain), plain.name) }
                 guard name.lowercased().hasSuffix(".jpg"),
                       let (asset, shown) = try assetEntry(in: folderIno, named: String(name.dropLast(4)), r) else { return nil }
                 if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return nil }

@@ -19,7 +19,10 @@ enum Rules {
         case view(SmartAlbum)
         /// The root, Smart Albums/ itself.
         case fixed
-        case thumbnails
+        /// A `.thumbnails/` folder (or the shared repository's), of an album (`ofAlbum`)
+        /// or of a view. An album's keeps files copied into it (a camera card's own
+        /// `.thumbnails/`) as plain files.
+        case thumbnails(ofAlbum: Int64?)
         /// The desktop trash (docs/desktop-trash.md): `.Trash-UID` at the root, its
         /// `files/` (photos trashed through it) and its `info/` (plain files).
         case desktopTrash(Int64)
@@ -44,7 +47,8 @@ enum Rules {
             case .smart(.hidden): self = .hidden
             case .smart(.recentlyDeleted): self = .recentlyDeleted
             case .smart(let s): self = .view(s)
-            case .thumbnails, .sharedThumbnails, .sharedSize: self = .thumbnails
+            case .thumbnails(let folder): self = .thumbnails(ofAlbum: FixedInode.album(ofFolder: folder))
+            case .sharedThumbnails, .sharedSize: self = .thumbnails(ofAlbum: nil)
             default: self = .fixed
             }
         }
@@ -59,7 +63,11 @@ enum Rules {
         switch folder {
         case .album, .albumsTop, .allPhotos, .favorites, .hidden, .trashFiles, .trashInfo, .trashExpunged:
             return
-        case .thumbnails:
+        case .thumbnails(ofAlbum: _?):
+            // A tree copied in with a `.thumbnails/` of its own (Android's DCIM): its
+            // files are kept as plain files there, beside the thumbnails AlbumFS makes.
+            return
+        case .thumbnails(ofAlbum: nil):
             throw FSError.notPermitted("cannot create \(name) in .thumbnails/: thumbnails are made by AlbumFS")
         case .dateView, .recentlyDeleted, .view, .fixed, .desktopTrash:
             // Client junk (.DS_Store, ._*) is kept wherever a client browses; anything
@@ -262,7 +270,8 @@ enum Rules {
         case .desktopTrash, .trashFiles, .trashInfo, .trashExpunged: return true
         case .dateView: return true  // rm there moves a photo to Recently Deleted
         case .fixed: return true      // the root and Smart Albums/ keep client junk
-        case .view, .thumbnails: return false
+        case .thumbnails(ofAlbum: let album): return album != nil
+        case .view: return false
         }
     }
 }

@@ -54,17 +54,26 @@ extension FileSystem {
     // MARK: mkdir and rmdir
 
     /// mkdir makes an album, in Albums/ or in an album; anywhere else it is EPERM.
-    public func mkdir(parent: UInt64, name bytes: [UInt8]) throws -> Attributes {
+    public func mkdir(parent: UInt64, name bytes: [UInt8], pid: Int32 = 0) throws -> Attributes {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
         let trash = Rules.makeTrashFolder(in: Rules.Folder(folder), isRoot: parent == FixedInode.root, name: name)
         let parentAlbum = try trash?.parent ?? Rules.makeFolder(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        if Names.key(name) == Names.key(Self.thumbnailsFolderName), case .album = folder,
+           try library.plainFiles(in: Node.thumbnails(of: parent).ino).isEmpty {
+            // A tree with its own .thumbnails/ (Android's DCIM) copied in: cp makes the
+            // folder without looking first. It is not listed, so to a tool it does not
+            // exist until something is copied into it; mkdir is then EEXIST as usual.
+            if case .album(let album) = folder { newAlbums.forget(album.id) }
+            return try attributes(of: .thumbnails(of: parent))
+        }
         let taken = try lookupEntry(in: folder, name: name) != nil
         if Names.key(name) == Names.key(Self.thumbnailsFolderName) || taken {
             throw FSError(EEXIST, "\(name) exists", logged: false)
         }
         let album = try library.write { try $0.createAlbum(named: name, in: parentAlbum, role: trash?.role) }
+        newAlbums.made(album.id, by: pid)
         afterChange(folders: [parent], entries: [(parent, name)])
         return try attributes(of: .album(album))
     }
@@ -78,7 +87,16 @@ extension FileSystem {
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
         case .album(let album):
-            try library.write { try $0.deleteAlbum(id: album.id) }
+            // Files copied into its .thumbnails/ are not listed, so `rm -r` cannot see
+            // them: they go with the album, as they would on a disk.
+            let thumbnailsFolder = Node.thumbnails(of: UInt64(album.id)).ino
+            let copiedIn = try library.plainFiles(in: thumbnailsFolder)
+            try library.write { tx in
+                for file in copiedIn { try tx.deletePlainFile(file.id) }
+                try tx.deleteAlbum(id: album.id)
+            }
+            copiedIn.forEach(removePlainBytes)
+            if !copiedIn.isEmpty { Log.info("removed album \(album.name) with the \(copiedIn.count) file(s) copied into its .thumbnails/") }
             afterChange(folders: [parent, UInt64(album.id)], entries: [(parent, name)])
         case .thumbnails, .sharedThumbnails, .sharedSize:
             return  // derived: removing it changes nothing (rm -r of an album)
