@@ -115,6 +115,59 @@ final class SharingTests: XCTestCase {
         XCTAssertTrue(try Processes.albumfs("check", lib).ok)
     }
 
+    /// The same over GNOME's client (gvfs's SMB backend, what Nautilus and every GIO
+    /// application use): `gio remove` of an emptied album's photos and then the album,
+    /// and a whole tree deleted the way a file manager does it (children first, through
+    /// GIO's own enumeration).
+    func testGioOverSambaDeletesAnEmptiedAlbumAndATree() throws {
+        for tool in ["/usr/bin/gio", "/usr/bin/dbus-run-session", "/usr/libexec/gvfsd-smb", "/usr/bin/python3"] {
+            XCTAssertTrue(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run mount-scripts/test, which installs it")
+        }
+        let samba = try SambaServer(sharing: mount.mountpoint, in: temp)
+        defer { samba.stop() }
+        let m = mount.mountpoint
+        XCTAssertTrue(try Processes.shell("""
+            mkdir -p \(q(m))/Albums/Tree/Sub/Deep \(q(m))/Albums/Emptied && cp \(q(gps))/DSCN0021.jpg \(q(m))/Albums/Tree/ \
+            && cp \(q(gps))/DSCN0025.jpg \(q(m))/Albums/Tree/Sub/Deep/ && echo junk > \(q(m))/Albums/Tree/Thumbs.db \
+            && echo junk > \(q(m))/Albums/Tree/Sub/._DSCN0025.jpg && cp \(q(gps))/DSCN0027.jpg \(q(m))/Albums/Emptied/
+            """).ok)
+        // A file manager's delete: depth first, each child through GIO, then the folder.
+        let deleteTree = temp.sub("delete-tree.py")
+        try """
+            import sys
+            from gi.repository import Gio
+            def delete(f):
+                if f.query_file_type(Gio.FileQueryInfoFlags.NOFOLLOW_SYMLINKS, None) == Gio.FileType.DIRECTORY:
+                    for info in f.enumerate_children("standard::name", Gio.FileQueryInfoFlags.NOFOLLOW_SYMLINKS, None):
+                        delete(f.get_child(info.get_name()))
+                f.delete(None)
+            delete(Gio.File.new_for_uri(sys.argv[1]))
+
+            """.write(toFile: deleteTree, atomically: true, encoding: .utf8)
+        let share = "smb://127.0.0.1:\(samba.port)/\(samba.share)"
+        // One session bus for the whole client session (gvfsd-smb lives there). Services
+        // the bus starts write to its output (gvfsd-smb's Kerberos note, the keyring's
+        // variables), so the steps write what they did to a file of their own; the
+        // keyring keeps its files in the test's folder.
+        let steps = temp.sub("gio.steps"), home = temp.sub("gio-home")
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let session = try Processes.shell("""
+            HOME=\(home) XDG_CACHE_HOME=\(home)/cache XDG_RUNTIME_DIR=\(home) dbus-run-session -- sh -c '
+              gio mount -a \(share) || exit 1
+              gio remove \(share)/Albums/Emptied/DSCN0027.jpg && gio remove \(share)/Albums/Emptied && echo emptied-album-removed >> \(steps)
+              /usr/bin/python3 \(deleteTree) \(share)/Albums/Tree && echo tree-removed >> \(steps)
+              gio list \(share)/Albums >> \(steps)
+            '
+            """)
+        let done = (try? String(contentsOfFile: steps, encoding: .utf8)) ?? ""
+        XCTAssertEqual(done, "emptied-album-removed\ntree-removed\nTuscany\n", "\(session.stdout) \(session.stderr)")
+        XCTAssertEqual(try Processes.shell("ls -A \(q(m))/Albums").stdout, "Tuscany\n")
+        // rm in an album keeps the photo: all of them are still in the library.
+        XCTAssertEqual(try Processes.shell("ls \(q(m))/'All Photos'").stdout,
+                       "DSCN0010.jpg\nDSCN0012.jpg\nDSCN0021.jpg\nDSCN0025.jpg\nDSCN0027.jpg\n")
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+
     func testNFSExportWithGanesha() throws {
         let nfs = try GaneshaServer(exporting: mount.mountpoint, in: temp)
         defer { nfs.stop() }
