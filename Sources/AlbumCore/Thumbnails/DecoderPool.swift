@@ -32,6 +32,12 @@ public enum DecoderError: Error, CustomStringConvertible, Equatable {
 public protocol Decoding: MetadataReading {
     /// A JPEG of `file` at most `size` pixels on its longest side, upright.
     func thumbnail(of file: FileDescriptor, kind: ThumbnailMaker.Kind, size: Int) throws -> [UInt8]
+    /// How many decodes it runs at once (more callers wait their turn).
+    var lanes: Int { get }
+}
+
+extension Decoding {
+    public var lanes: Int { 1 }
 }
 
 /// Decodes in this process (command-line tools, tests).
@@ -100,8 +106,11 @@ public final class DecoderPool: Decoding, @unchecked Sendable {
         self.executable = executable
         self.arguments = arguments
         self.timeout = timeout
+        lanes = max(1, count)
         slots = DispatchSemaphore(value: max(1, count))
     }
+
+    public let lanes: Int
 
     /// Workers that are this very program (`albumfs decoder-worker`), one per core by
     /// default. The program is the running image (`/proc/self/exe`), so that a binary

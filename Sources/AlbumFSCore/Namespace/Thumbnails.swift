@@ -74,32 +74,50 @@ extension FileSystem {
 
     /// Starts the queued thumbnails: the urgent ones at once, the others once imports
     /// have been quiet for `quietSeconds`.
+    ///
+    /// Urgent ones (a listing showed them missing: someone is looking at that folder now)
+    /// are made on every core, in listing order, by the same cache that serves opens, so
+    /// that a viewer opening them one by one joins the making of each instead of making
+    /// it a second time. The others are made one at a time on the low-priority worker.
     func makeQueuedThumbnails(now: Int64, quietSeconds: Double = 2) {
         if stopped.withLock({ $0 }) { return }
-        let batch = prefetch.withLock { queue -> [Asset] in
-            guard !queue.running else { return [] }
-            var batch = queue.urgent
+        let (urgent, later) = prefetch.withLock { queue -> ([Asset], [Asset]) in
+            guard !queue.running else { return ([], []) }
+            let urgent = queue.urgent
             queue.urgent.removeAll()
+            var later: [Asset] = []
             if Double(now - queue.lastImportNs) / 1e9 >= quietSeconds {
-                batch += queue.assets
+                later = queue.assets
                 queue.assets.removeAll()
             }
-            if !batch.isEmpty { queue.running = true }
-            return batch
+            if !urgent.isEmpty || !later.isEmpty { queue.running = true }
+            return (urgent, later)
         }
-        guard !batch.isEmpty else { return }
-        let cache = backgroundThumbnails, size = options.thumbnailSize, prefetch = self.prefetch
+        guard !urgent.isEmpty || !later.isEmpty else { return }
+        let size = options.thumbnailSize, prefetch = self.prefetch
+        let foreground = thumbnails, background = backgroundThumbnails
+        let lanes = min(urgent.count, decoder.lanes)
         DispatchQueue.global(qos: .utility).async { [weak self] in
-            for asset in batch {
-                if self?.stopped.withLock({ $0 }) != false { break }
-                if cache.thumbnail(for: asset, size: size) != nil {
-                    self?.thumbnailMade(asset)
-                }
+            guard let fs = self else { return }
+            @Sendable func make(_ asset: Asset, with cache: ThumbnailCache) {
+                if fs.stopped.withLock({ $0 }) { return }
+                if cache.thumbnail(for: asset, size: size) != nil { fs.thumbnailMade(asset) }
                 prefetch.withLock { _ = $0.queued.remove(asset.sha256) }
             }
+            let next = Locked(0)
+            DispatchQueue.concurrentPerform(iterations: lanes) { _ in
+                while let index = next.withLock({ i -> Int? in
+                    guard i < urgent.count else { return nil }
+                    defer { i += 1 }
+                    return i
+                }) {
+                    make(urgent[index], with: foreground)
+                }
+            }
+            for asset in later { make(asset, with: background) }
             prefetch.withLock { $0.running = false }
             // More may have been queued meanwhile.
-            self?.makeQueuedThumbnails(now: nowNanoseconds(), quietSeconds: quietSeconds)
+            fs.makeQueuedThumbnails(now: nowNanoseconds(), quietSeconds: quietSeconds)
         }
     }
 
