@@ -14,6 +14,31 @@ enum Harness {
         let baseline: Double?
         let baselineName: String
         let unit: String
+        let goal: Goal?
+    }
+
+    /// A goal of PRODUCT.md section 7: on the ratio to a baseline, or on the figure itself
+    /// (mount time, memory), never disguised as a baseline.
+    enum Goal {
+        case ratioAtMost(Double)
+        case ratioAtLeast(Double)
+        case below(Double)
+
+        func met(_ row: Row) -> Bool? {
+            switch self {
+            case .ratioAtMost(let g): return row.ratio.map { $0 <= g }
+            case .ratioAtLeast(let g): return row.ratio.map { $0 >= g }
+            case .below(let g): return row.ours < g
+            }
+        }
+
+        func text(_ unit: String) -> String {
+            switch self {
+            case .ratioAtMost(let g): return String(format: "ratio <= %.2f", g)
+            case .ratioAtLeast(let g): return String(format: "ratio >= %.2f", g)
+            case .below(let g): return "under " + Harness.format(g, unit)
+            }
+        }
     }
 
     static func now() -> Double {
@@ -71,41 +96,51 @@ enum Harness {
         try sh("\(q(albumfs)) init \(q(path))")
     }
 
-    /// Drops the page cache: all of it when root may, else the given files'.
-    static func dropCaches(_ files: [String]) {
+    /// Whether this run may drop the kernel's caches (root writes drop_caches). Without
+    /// it no cold figure is printed: dropping some files' pages (fadvise) leaves FUSE's
+    /// own caches and the baselines' warm, which made "cold" rows warm in disguise.
+    static let canDropCaches: Bool = access("/proc/sys/vm/drop_caches", W_OK) == 0
+
+    /// Drops the page cache, dentries and inodes, for every contender alike.
+    static func dropCaches() {
         sync()
-        if let handle = FileHandle(forWritingAtPath: "/proc/sys/vm/drop_caches") {
-            handle.write(Data("3\n".utf8))
-            try? handle.close()
-            return
-        }
-        for file in files {
-            let fd = open(file, O_RDONLY)
-            if fd >= 0 { posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); close(fd) }
-        }
+        guard let handle = FileHandle(forWritingAtPath: "/proc/sys/vm/drop_caches") else { return }
+        handle.write(Data("3\n".utf8))
+        try? handle.close()
     }
 
-    static func record(_ name: String, ours: Double, baseline: Double?, baselineName: String, unit: String = "s") {
-        rows.append(Row(name: name, ours: ours, baseline: baseline, baselineName: baselineName, unit: unit))
+    /// Says once per benchmark that its cold rows are left out, and why.
+    static func skipCold(_ what: String) {
+        say("  (\(what), cold: not measured; dropping the caches needs root)")
+    }
+
+    static func record(_ name: String, ours: Double, baseline: Double?, baselineName: String, unit: String = "s", goal: Goal? = nil) {
+        rows.append(Row(name: name, ours: ours, baseline: baseline, baselineName: baselineName, unit: unit, goal: goal))
         say(line(rows.last!))
     }
+
+    /// The rows that have a goal and miss it (printed again at the end).
+    static var short: [Row] { rows.filter { $0.goal?.met($0) == false } }
 
     /// Prints a line at once (stdout may be a pipe).
     static func say(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    static let width = 140
+
     static func header() {
-        Harness.say(String(repeating: "-", count: 110))
-        Harness.say(pad("benchmark", 52) + pad("albumfs", 14) + pad("baseline", 14) + pad("ratio", 8) + "baseline is")
-        Harness.say(String(repeating: "-", count: 110))
+        Harness.say(String(repeating: "-", count: width))
+        Harness.say(pad("benchmark", 52) + pad("albumfs", 14) + pad("baseline", 14) + pad("ratio", 8) + pad("goal", 22) + "baseline is")
+        Harness.say(String(repeating: "-", count: width))
     }
 
     static func line(_ r: Row) -> String {
         let ours = format(r.ours, r.unit)
         let base = r.baseline.map { format($0, r.unit) } ?? "-"
-        let ratio = r.baseline.map { $0 > 0 ? String(format: "%.2f", r.ours / $0) : "-" } ?? "-"
-        return pad(r.name, 52) + pad(ours, 14) + pad(base, 14) + pad(ratio, 8) + r.baselineName
+        let ratio = r.ratio.map { String(format: "%.2f", $0) } ?? "-"
+        let goal = r.goal.map { g in g.text(r.unit) + (g.met(r) == false ? " SHORT" : g.met(r) == true ? " met" : "") } ?? ""
+        return pad(r.name, 52) + pad(ours, 14) + pad(base, 14) + pad(ratio, 8) + pad(goal, 22) + r.baselineName
     }
 
     static func format(_ v: Double, _ unit: String) -> String {
@@ -120,6 +155,11 @@ enum Harness {
     static func pad(_ s: String, _ n: Int) -> String {
         s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count)
     }
+}
+
+extension Harness.Row {
+    /// albumfs / baseline; for rates (MB/s, per second) too, so "at least" reads as more.
+    var ratio: Double? { baseline.flatMap { $0 > 0 ? ours / $0 : nil } }
 }
 
 struct BenchError: Error, CustomStringConvertible {

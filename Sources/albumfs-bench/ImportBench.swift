@@ -2,9 +2,32 @@ import AlbumCore
 import Foundation
 import Glibc
 
-/// `cp -r` of a folder of large photos into an album, against `cp -r` through
-/// passthrough_ll to the same disk, and against `albumfs import` of the same folder.
+/// `cp -r` of a folder of photos into an album, against `cp -r` plus `sync` through
+/// passthrough_ll to the same disk (ours makes every `close()` durable, so the baseline's
+/// sync is timed too), and against `albumfs import` of the same folder. Two cards: large
+/// photos (bytes cost) and small ones (per-file cost).
 enum ImportBench {
+    /// A phone's small photos: about 160 KB JPEGs with EXIF.
+    static func smallCard(in dir: String, count: Int) throws -> String {
+        let card = dir + "/small-card-\(count)"
+        let done = card + "/.complete"
+        if FileManager.default.fileExists(atPath: done) { return card }
+        _ = try? Harness.sh("rm -rf \(Harness.q(card))", check: false)
+        try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
+        Harness.say("  (making \(count) small photos in \(card), once)")
+        let master = dir + "/master-small.jpg"
+        if !FileManager.default.fileExists(atPath: master) {
+            try SyntheticMedia.image(at: master, width: 1024, height: 768, format: .jpeg,
+                                     exif: ["exif-ifd0-Make": "Apple", "exif-ifd0-Model": "iPhone 15",
+                                            "exif-ifd2-DateTimeOriginal": "2024:06:15 10:00:00"], quality: 85, noise: 8)
+        }
+        for i in 0..<count {
+            try SyntheticMedia.variant(of: master, at: String(format: "%@/IMG_%05d.JPG", card, i), tag: "albumfs-bench small photo \(i)")
+        }
+        FileManager.default.createFile(atPath: done, contents: nil)
+        return card
+    }
+
     /// A memory card: 24-megapixel JPEGs (and one HEIC in ten) with EXIF.
     static func card(in dir: String, count: Int, heicEvery: Int = 10) throws -> String {
         let card = dir + "/card-\(count)"
@@ -32,14 +55,15 @@ enum ImportBench {
         return card
     }
 
-    static func run(dir: String, count: Int) throws {
-        let card = try card(in: dir, count: count)
+    static func run(dir: String, count: Int, small: Bool = false) throws {
+        let card = small ? try smallCard(in: dir, count: count) : try card(in: dir, count: count)
+        let what = small ? "small photos" : "24 MP photos"
         let bytes = Int64((try? Harness.sh("du -sb \(Harness.q(card)) | cut -f1")).flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0)
         let runs = max(1, min(Harness.runs, 3))
         try Harness.sh("cat \(Harness.q(card))/* > /dev/null")  // the source is read warm by every contender
 
         // AlbumFS: a fresh library each run.
-        let library = dir + "/import.library"
+        let library = dir + (small ? "/import-small.library" : "/import.library")
         let mountpoint = dir + "/import.mnt"
         var mount: BenchMount?
         let ours = try Harness.median(runs, prepare: {
@@ -60,7 +84,7 @@ enum ImportBench {
         let baseline = try Harness.median(runs, prepare: {
             try Harness.sh("rm -rf \(Harness.q(ptMount))/Card && sync")
         }) {
-            try Harness.sh("cp -r \(Harness.q(card)) \(Harness.q(ptMount))/Card")
+            try Harness.sh("cp -r \(Harness.q(card)) \(Harness.q(ptMount))/Card && sync")
         }
         passthrough.unmount()
 
@@ -71,8 +95,12 @@ enum ImportBench {
             try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(library)) \(Harness.q(card))")
         }
         let mb = Double(bytes) / 1e6
-        Harness.record("cp -r \(count) photos (\(Int(mb)) MB) into an album", ours: ours, baseline: baseline, baselineName: "cp -r through passthrough_ll")
-        Harness.record("  throughput, MB/s", ours: mb / ours, baseline: mb / baseline, baselineName: "passthrough_ll (goal: at least 0.70)", unit: "MB/s")
-        Harness.record("albumfs import of the same folder", ours: importTime, baseline: baseline, baselineName: "cp -r through passthrough_ll")
+        let baselineName = "cp -r + sync through passthrough_ll"
+        Harness.record("cp -r \(count) \(what) (\(Int(mb)) MB) into an album", ours: ours, baseline: baseline, baselineName: baselineName)
+        // PRODUCT.md section 7: 90% of the baseline's throughput for large photos, 60% for small.
+        Harness.record("  throughput, MB/s", ours: mb / ours, baseline: mb / baseline, baselineName: baselineName,
+                       unit: "MB/s", goal: .ratioAtLeast(small ? 0.60 : 0.90))
+        Harness.record("  per file", ours: ours / Double(count), baseline: baseline / Double(count), baselineName: baselineName, unit: "ms")
+        Harness.record("albumfs import of the same folder", ours: importTime, baseline: baseline, baselineName: baselineName)
     }
 }

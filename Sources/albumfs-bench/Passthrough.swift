@@ -3,8 +3,13 @@ import Glibc
 
 /// libfuse's own low-level passthrough example (`passthrough_ll`), built from the source
 /// Debian ships in libfuse3-dev, mounted over a folder of the same disk: the baseline
-/// for reads and copies through FUSE.
+/// for reads and copies through FUSE. Run at its best: `cache=always` (keep_cache,
+/// cached readdir) and one-hour timeouts, as long as AlbumFS's own, wherever it runs;
+/// its default (1 s timeouts, no keep_cache) would compare our caches with its none.
 final class Passthrough {
+    static let options = "cache=always,timeout=3600"
+    static let described = "passthrough_ll -o source=DIR,\(options) (libfuse 3.14's example, multi-threaded)"
+
     let mountpoint: String
     private var mounted = true
 
@@ -30,7 +35,7 @@ final class Passthrough {
         // O_CLOEXEC). Harness.sh itself waits with waitpid and sends output to files, so
         // the daemon's descriptors cannot hold up the wait.
         // It keeps a descriptor per inode it has seen: a big tree needs a big limit.
-        try Harness.sh("ulimit -n 1048576 2>/dev/null || ulimit -n $(ulimit -Hn); for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; exec \(Harness.q(binary)) -o source=\(Harness.q(source)) \(Harness.q(mountpoint))", shell: "/bin/bash")
+        try Harness.sh("ulimit -n 1048576 2>/dev/null || ulimit -n $(ulimit -Hn); for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; exec \(Harness.q(binary)) -o source=\(Harness.q(source)),\(Passthrough.options) \(Harness.q(mountpoint))", shell: "/bin/bash")
     }
 
     func unmount() {

@@ -42,18 +42,25 @@ enum ReadBench {
         defer { mount.unmount() }
 
         let cat = { (paths: String) -> () throws -> Void in { _ = try Harness.sh("cat \(paths) > /dev/null") } }
-        func compare(_ label: String, ours: String, blob: String, through: String, files: [String]) throws {
-            let drop = { Harness.dropCaches(files) }
-            let coldBlob = try Harness.median(prepare: drop, cat(blob))
-            let coldPT = try Harness.median(prepare: drop, cat(through))
-            let coldOurs = try Harness.median(prepare: drop, cat(ours))
-            Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldPT, baselineName: "passthrough_ll (goal: at most 1.00)")
-            Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldBlob, baselineName: "the blobs, read directly")
+        // PRODUCT.md section 7: cold within 10% of the blob; warm within 5% (30% for a
+        // mount by a user without CAP_SYS_ADMIN, who cannot have passthrough).
+        let warmGoal = geteuid() == 0 ? 1.05 : 1.30
+        func compare(_ label: String, ours: String, blob: String, through: String) throws {
+            if Harness.canDropCaches {
+                let drop = { Harness.dropCaches() }
+                let coldBlob = try Harness.median(prepare: drop, cat(blob))
+                let coldPT = try Harness.median(prepare: drop, cat(through))
+                let coldOurs = try Harness.median(prepare: drop, cat(ours))
+                Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldBlob, baselineName: "the blobs, read directly", goal: .ratioAtMost(1.10))
+                Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldPT, baselineName: "passthrough_ll")
+            } else {
+                Harness.skipCold(label)
+            }
             try cat(blob)(); try cat(through)(); try cat(ours)()
             let warmBlob = try Harness.median(Harness.runs, cat(blob))
             let warmPT = try Harness.median(Harness.runs, cat(through))
             let warmOurs = try Harness.median(Harness.runs, cat(ours))
-            Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmBlob, baselineName: "the blobs, read directly (goal: at most 1.20)")
+            Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmBlob, baselineName: "the blobs, read directly", goal: .ratioAtMost(warmGoal))
             Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmPT, baselineName: "passthrough_ll")
         }
         // The default mount (reads through the daemon into the FUSE page cache), then
@@ -64,10 +71,10 @@ enum ReadBench {
                 mount = try BenchMount(library: path, mountpoint: dir + "/read.mnt", options: options)
             }
             try compare("read \(megabytes) MB video\(suffix)", ours: Harness.q(mount.mountpoint + "/All Photos/big-video.mp4"),
-                        blob: Harness.q(blob), through: Harness.q(passthrough.mountpoint + "/big-video.mp4"), files: [blob])
+                        blob: Harness.q(blob), through: Harness.q(passthrough.mountpoint + "/big-video.mp4"))
             try compare("read \(photos) large photos\(suffix)", ours: "\(Harness.q(mount.mountpoint + "/Albums/" + (card as NSString).lastPathComponent))/IMG_*",
                         blob: photoBlobs.map(Harness.q).joined(separator: " "),
-                        through: "\(Harness.q(passthrough.mountpoint + "/card"))/IMG_*", files: photoBlobs)
+                        through: "\(Harness.q(passthrough.mountpoint + "/card"))/IMG_*")
         }
     }
 }

@@ -14,26 +14,33 @@ enum ScaleBench {
             try library.addSyntheticAssets(DataSets.assets(20, prefix: "S_"), sha256: sha, album: small.id)
             try library.addSyntheticAssets(DataSets.assets(size - 21), sha256: sha)
             _ = consume library  // the mount takes the library's lock
-            Harness.dropCaches([])
+            let cold = Harness.canDropCaches
+            if cold { Harness.dropCaches() }
             let mountpoint = dir + "/scale.mnt"
             let started = Harness.now()
             let mount = try BenchMount(library: path, mountpoint: mountpoint)
             try Harness.sh("ls \(Harness.q(mountpoint)) > /dev/null")
             let mountTime = Harness.now() - started
-            let ls = try Harness.median(Harness.runs, prepare: { Harness.dropCaches([]) }) {
+            let ls = try Harness.median(Harness.runs, prepare: { if cold { Harness.dropCaches() } }) {
                 _ = try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small > /dev/null")
             }
             // A file manager's visit: the small album, its thumbnails' names, All Photos' first page.
             try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small/.thumbnails > /dev/null; ls -U \(Harness.q(mountpoint))/'All Photos' | head -100 > /dev/null")
+            // The daemon and its decoder workers (its children), each at its peak: an
+            // upper bound of what the mount holds at once.
             let pid = try Harness.sh("pgrep -f \(Harness.q("[a]lbumfs mount .* \(mountpoint)"))").split(separator: "\n").first.map(String.init) ?? ""
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-            let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
-                .flatMap { Double($0.split(separator: " ").dropFirst().first { !$0.isEmpty } ?? "") } ?? 0
+            let workers = (try? Harness.sh("pgrep -P \(pid)", check: false))?.split(separator: "\n").map(String.init) ?? []
+            func peakKB(_ pid: String) -> Double {
+                let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+                return status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+                    .flatMap { Double($0.split(separator: " ").dropFirst().first { !$0.isEmpty } ?? "") } ?? 0
+            }
+            let hwm = ([pid] + workers).map(peakKB).reduce(0, +)
             mount.unmount()
             let label = size >= 1_000_000 ? "\(size / 1_000_000)M" : "\(size / 1000)k"
-            Harness.record("mount time, \(label) assets", ours: mountTime, baseline: 1.0, baselineName: "goal: under 1 s")
-            Harness.record("daemon peak RSS, \(label) assets", ours: hwm / 1024, baseline: 200, baselineName: "goal: under 200 MB", unit: "MB")
-            Harness.record("ls -l of a 20-photo album, \(label) assets, cold", ours: ls, baseline: nil, baselineName: "")
+            Harness.record("mount time, \(label) assets\(cold ? ", cold" : "")", ours: mountTime, baseline: nil, baselineName: "", goal: .below(1.0))
+            Harness.record("peak RSS, daemon + \(workers.count) workers, \(label) assets", ours: hwm / 1024, baseline: nil, baselineName: "", unit: "MB", goal: .below(200))
+            Harness.record("ls -l of a 20-photo album, \(label) assets\(cold ? ", cold" : ", warm")", ours: ls, baseline: nil, baselineName: "")
             _ = try? Harness.sh("chmod -R u+w \(Harness.q(path)); rm -rf \(Harness.q(path))", check: false)
         }
     }

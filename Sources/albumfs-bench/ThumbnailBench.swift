@@ -26,15 +26,22 @@ enum ThumbnailBench {
         let cached = try Harness.median(Harness.runs) { try Harness.sh("cat \(folder)/* > /dev/null") }
         mount?.unmount()
 
-        let vips = try Harness.median(runs, prepare: { try Harness.sh("rm -rf \(Harness.q(out)) && mkdir \(Harness.q(out))") }) {
-            try Harness.sh("vipsthumbnail -s 256 -o \(Harness.q(out))/%s.jpg \(files)")
+        // The baselines at their best: one process per core, as AlbumFS decodes a folder
+        // on every core; ImageMagick with its JPEG size hint (shrink-on-load, as libvips).
+        let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let list = "ls \(files) | xargs -d '\\n' -P \(cores)"
+        let fresh = { _ = try Harness.sh("rm -rf \(Harness.q(out)) && mkdir \(Harness.q(out))") }
+        let vips = try Harness.median(runs, prepare: fresh) {
+            try Harness.sh("\(list) -n 4 vipsthumbnail -s 256 -o \(Harness.q(out))/%s.jpg")
         }
-        let magick = try Harness.median(runs, prepare: { try Harness.sh("rm -rf \(Harness.q(out)) && mkdir \(Harness.q(out))") }) {
-            try Harness.sh("for f in \(files); do convert \"$f\" -thumbnail 256x256 \(Harness.q(out))/$(basename \"$f\").jpg; done")
+        let magick = try Harness.median(runs, prepare: fresh) {
+            try Harness.sh("\(list) -I{} sh -c 'convert -define jpeg:size=512x512 \"$1\" -thumbnail 256x256 \"\(out)\"/$(basename \"$1\").jpg' - {}")
         }
         let n = Double(count)
-        Harness.record("thumbnails/s, \(count) 24 MP photos, cold", ours: n / ours, baseline: n / vips, baselineName: "vipsthumbnail (goal: at least 1.00)", unit: "/s")
-        Harness.record("thumbnails/s, \(count) 24 MP photos, cold", ours: n / ours, baseline: n / magick, baselineName: "ImageMagick convert -thumbnail", unit: "/s")
+        Harness.record("thumbnails/s, \(count) 24 MP photos, cold", ours: n / ours, baseline: n / vips,
+                       baselineName: "vipsthumbnail -s 256, \(cores) in parallel", unit: "/s", goal: .ratioAtLeast(1.0))
+        Harness.record("thumbnails/s, \(count) 24 MP photos, cold", ours: n / ours, baseline: n / magick,
+                       baselineName: "convert -define jpeg:size -thumbnail, \(cores) in parallel", unit: "/s")
         Harness.record("read \(count) cached thumbnails", ours: cached, baseline: nil, baselineName: "")
     }
 }

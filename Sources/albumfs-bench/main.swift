@@ -14,7 +14,8 @@ let usage = """
                 their blobs and passthrough_ll
       list      ls -l, find, du over albums of 1,000 and 10,000 and All Photos of 100,000,
                 against plain files and passthrough_ll
-      import    cp -r of large photos into an album, against passthrough_ll and albumfs import
+      import    cp -r of 24 MP photos and of small photos into an album, against cp -r + sync
+                through passthrough_ll and albumfs import
       thumbnails  thumbnails per second through the mount, against vipsthumbnail and ImageMagick
       scale     mount time, peak RSS and ls of a small album at 10,000 to 1,000,000 assets
 
@@ -26,6 +27,7 @@ let usage = """
       --scale N,N,...  library sizes for `scale` (default 10000,100000,1000000)
       --video-mb N   size of the video for `read` (default 1024)
       --photos N     large photos for `import` and `read` (default 500; `thumbnails` uses up to 100)
+      --small-photos N  small (160 KB) photos for `import` (default 2000)
     """
 
 var dir = "/var/tmp/albumfs-bench"
@@ -35,6 +37,7 @@ var listAssets = 100_000
 var scaleSizes = [10_000, 100_000, 1_000_000]
 var videoMB = 1024
 var photos = 500
+var smallPhotos = 2000
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let arg = args.removeFirst()
@@ -50,6 +53,7 @@ while !args.isEmpty {
     case "--scale": scaleSizes = value().split(separator: ",").compactMap { Int($0) }
     case "--video-mb": videoMB = Int(value()) ?? videoMB
     case "--photos": photos = Int(value()) ?? photos
+    case "--small-photos": smallPhotos = Int(value()) ?? smallPhotos
     case "-h", "--help": print(usage); exit(0)
     default: selected.append(arg)
     }
@@ -65,7 +69,14 @@ guard FileManager.default.isExecutableFile(atPath: Harness.albumfs) else {
 
 do {
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    Harness.say("albumfs-bench: data in \(dir), median of \(Harness.runs) runs; ratio = albumfs / baseline (below 1: albumfs is faster)")
+    Harness.say("albumfs-bench: data in \(dir), median of \(Harness.runs) runs; ratio = albumfs / baseline (for times, below 1: albumfs is faster; for rates, above 1)")
+    Harness.say("baselines, each at its best:")
+    Harness.say("  passthrough_ll  \(Passthrough.described)")
+    Harness.say("  plain files     the same names as empty files on the library's own disk")
+    Harness.say("  the blobs       cat of the library's originals, directly")
+    Harness.say("  vipsthumbnail   vipsthumbnail -s 256, one process per core (xargs -P)")
+    Harness.say("  ImageMagick     convert -define jpeg:size=512x512 -thumbnail 256x256, one process per core")
+    Harness.say("goals: PRODUCT.md section 7; \(Harness.canDropCaches ? "cold rows drop every cache (drop_caches) before each run of every contender" : "no cold rows: dropping the caches needs root")")
     Harness.header()
     for name in selected {
         switch name {
@@ -73,12 +84,17 @@ do {
         case "read": try ReadBench.run(dir: dir, megabytes: videoMB, photos: photos)
         case "list": try ListBench.run(dir: dir, sizes: [1_000, 10_000].filter { $0 < listAssets }, libraryAssets: listAssets)
         case "scale": try ScaleBench.run(dir: dir, sizes: scaleSizes)
-        case "import": try ImportBench.run(dir: dir, count: photos)
+        case "import":
+            try ImportBench.run(dir: dir, count: photos)
+            try ImportBench.run(dir: dir, count: smallPhotos, small: true)
         case "thumbnails": try ThumbnailBench.run(dir: dir, count: min(photos, 100))
         default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)
         }
     }
-    Harness.say(String(repeating: "-", count: 110))
+    Harness.say(String(repeating: "-", count: Harness.width))
+    let short = Harness.short
+    Harness.say(short.isEmpty ? "every goal measured here is met" : "short of their goal: \(short.count) row(s)")
+    for row in short { Harness.say("  " + Harness.line(row)) }
 } catch {
     print("albumfs-bench: \(error)")
     exit(1)
