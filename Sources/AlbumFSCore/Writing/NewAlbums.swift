@@ -5,12 +5,14 @@ import AlbumCore
 /// A tree copied in with a `.thumbnails/` of its own (Android's `DCIM/Camera`) has `cp`
 /// create that folder without looking first: inside a folder it has just made, coreutils
 /// skips the stat. The kernel refuses a mkdir of a name its lookup finds, and an album's
-/// `.thumbnails/` is always found. So for a minute the process that made an album does
-/// not find that album's `.thumbnails/` until it makes one itself (a mkdir there
-/// succeeds while nothing was copied in: docs/thumbnails.md). Every other process, and
-/// this one after the minute, finds it as always. In memory only: a restart ends it.
+/// `.thumbnails/` is always found. So for ten minutes the process that made an album
+/// does not find that album's `.thumbnails/` until it makes one itself (a mkdir there
+/// succeeds while nothing was copied in: docs/thumbnails.md). Ten, because `cp` may copy
+/// a whole card's photos into the folder before it reaches `.thumbnails/` (readdir
+/// order). Every other process, and this one afterwards, finds it as always. In memory
+/// only: a restart ends it.
 final class NewAlbums: Sendable {
-    static let seconds: Int64 = 60
+    static let seconds: Int64 = 600
     static let capacity = 1_000
 
     private struct Made { let pid: Int32; let atNs: Int64 }
@@ -25,7 +27,7 @@ final class NewAlbums: Sendable {
         }
     }
 
-    /// Whether `pid` made `album` within the minute and has not yet made its `.thumbnails/`.
+    /// Whether `pid` made `album` within the ten minutes and has not yet made its `.thumbnails/`.
     func hidesThumbnails(of album: Int64, from pid: Int32, now: Int64 = nowNanoseconds()) -> Bool {
         guard pid != 0 else { return false }
         return made.withLock { m in
