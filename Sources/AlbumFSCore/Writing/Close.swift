@@ -124,8 +124,11 @@ extension FileSystem {
             discard(path)
             return .committed(asset: id)
         }
+        let syncing = SyncAhead(fd)
+        let kind = library.classify(hashed, name: photo.originalName, reader: decoder)
+        try syncing.finish()
         let metadata: MediaMetadata
-        switch library.classify(hashed, name: photo.originalName, reader: decoder) {
+        switch kind {
         case .notMedia(let why): return .refused("refused the new bytes of \(photo.name): \(why); the photo is unchanged")
         case .media(let m): metadata = m
         }
@@ -164,8 +167,11 @@ extension FileSystem {
             try HashedFile.hashing(.plainFile(id), descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
         }
         clock.mark("hash")
+        let syncing = SyncAhead(fd)
+        let kind = library.classify(hashed, name: file.name, reader: decoder)
+        try syncing.finish()
         let metadata: MediaMetadata
-        switch library.classify(hashed, name: file.name, reader: decoder) {
+        switch kind {
         case .notMedia(let why):
             if hashed.size > 0 { logKeptPlain(file, why) }
             try finishIfUnfinished(writer)
