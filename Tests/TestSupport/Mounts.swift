@@ -25,6 +25,8 @@ public final class MountedLibrary: @unchecked Sendable {
     public var mayHoldAtEnd: [String] = []
     /// The daemon's own files (database, journal, log) as they were when it mounted.
     private var ownFiles: Set<FileIdentity> = []
+    /// The mount's FUSE connection (its device number: its name under fusectl).
+    private var connection: UInt64?
 
     /// Mounts `library` (which must exist) on a fresh folder in `temp`.
     public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = [],
@@ -56,6 +58,8 @@ public final class MountedLibrary: @unchecked Sendable {
         while Date() < deadline {
             if MountedLibrary.isMounted(mountpoint) {
                 ownsMount = true
+                var st = stat()
+                connection = stat(mountpoint, &st) == 0 ? UInt64(st.st_dev) : nil
                 ownFiles = Set([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath]
                     .compactMap(Self.identity))
                 return
@@ -67,8 +71,7 @@ public final class MountedLibrary: @unchecked Sendable {
             }
             usleep(20_000)
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        killDaemon(process)
         self.process = nil
         _ = try? Processes.run("fusermount3", ["-u", "-z", mountpoint], timeout: 30)
         throw MountFailure(message: "the mount did not come up within 20 s; log: \(log)")
@@ -112,10 +115,33 @@ public final class MountedLibrary: @unchecked Sendable {
         guard let process else { return }
         let deadline = Date().addingTimeInterval(20)
         while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        if process.isRunning { killDaemon(process) }
+    }
+
+    /// SIGKILL, then the FUSE connection aborted (fusectl), then the wait. A daemon killed
+    /// while one of its threads sends an entry invalidation may never exit: that thread
+    /// waits in the kernel for a folder's lock, held by a program whose request (a
+    /// create in that folder) only the dead daemon could answer, and the connection
+    /// lives as long as the thread. Aborting ends every request, as a kernel does when
+    /// the last descriptor of /dev/fuse closes (docs/reliability.md, "A crash").
+    private func killDaemon(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        if let connection {
+            let connections = "/sys/fs/fuse/connections"
+            if (try? FileManager.default.contentsOfDirectory(atPath: connections))?.isEmpty ?? true {
+                _ = try? Processes.run("mount", ["-t", "fusectl", "none", connections], timeout: 10)
+            }
+            // Until the process is gone: the abort is a no-op once the connection is.
+            let deadline = Date().addingTimeInterval(30)
+            while process.isRunning && Date() < deadline {
+                if let abort = FileHandle(forWritingAtPath: "\(connections)/\(connection)/abort") {
+                    abort.write(Data("1\n".utf8))
+                    try? abort.close()
+                }
+                usleep(50_000)
+            }
         }
+        process.waitUntilExit()
     }
 
     /// Regular files the daemon holds open other than its own database, lock and log:
@@ -160,8 +186,7 @@ public final class MountedLibrary: @unchecked Sendable {
         guard let process else { return }
         self.process = nil
         ownsMount = false
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        killDaemon(process)
         _ = try? Processes.run("fusermount3", ["-u", "-z", mountpoint], timeout: 30)
     }
 
