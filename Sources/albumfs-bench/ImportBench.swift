@@ -7,52 +7,53 @@ import Glibc
 /// sync is timed too), and against `albumfs import` of the same folder. Two cards: large
 /// photos (bytes cost) and small ones (per-file cost).
 enum ImportBench {
-    /// A phone's small photos: about 160 KB JPEGs with EXIF.
-    static func smallCard(in dir: String, count: Int) throws -> String {
-        let card = dir + "/small-card-\(count)"
+    /// A folder of photos made once (a `.complete` marker says it is whole): `fill`
+    /// writes them into it.
+    private static func madeOnce(_ card: String, _ what: String, _ fill: (String) throws -> Void) throws -> String {
         let done = card + "/.complete"
         if FileManager.default.fileExists(atPath: done) { return card }
         _ = try? Harness.sh("rm -rf \(Harness.q(card))", check: false)
         try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
-        Harness.say("  (making \(count) small photos in \(card), once)")
-        let master = dir + "/master-small.jpg"
-        if !FileManager.default.fileExists(atPath: master) {
-            try SyntheticMedia.image(at: master, width: 1024, height: 768, format: .jpeg,
-                                     exif: ["exif-ifd0-Make": "Apple", "exif-ifd0-Model": "iPhone 15",
-                                            "exif-ifd2-DateTimeOriginal": "2024:06:15 10:00:00"], quality: 85, noise: 8)
-        }
-        for i in 0..<count {
-            try SyntheticMedia.variant(of: master, at: String(format: "%@/IMG_%05d.JPG", card, i), tag: "albumfs-bench small photo \(i)")
-        }
+        Harness.say("  (making \(what) in \(card), once)")
+        try fill(card)
         FileManager.default.createFile(atPath: done, contents: nil)
         return card
     }
 
+    /// A phone's small photos: about 160 KB JPEGs with EXIF.
+    static func smallCard(in dir: String, count: Int) throws -> String {
+        try madeOnce(dir + "/small-card-\(count)", "\(count) small photos") { card in
+            let master = dir + "/master-small.jpg"
+            if !FileManager.default.fileExists(atPath: master) {
+                try SyntheticMedia.image(at: master, width: 1024, height: 768, format: .jpeg,
+                                         exif: ["exif-ifd0-Make": "Apple", "exif-ifd0-Model": "iPhone 15",
+                                                "exif-ifd2-DateTimeOriginal": "2024:06:15 10:00:00"], quality: 85, noise: 8)
+            }
+            for i in 0..<count {
+                try SyntheticMedia.variant(of: master, at: String(format: "%@/IMG_%05d.JPG", card, i), tag: "albumfs-bench small photo \(i)")
+            }
+        }
+    }
+
     /// A memory card: 24-megapixel JPEGs (and one HEIC in ten) with EXIF.
     static func card(in dir: String, count: Int, heicEvery: Int = 10) throws -> String {
-        let card = dir + "/card-\(count)"
-        let done = card + "/.complete"
-        if FileManager.default.fileExists(atPath: done) { return card }
-        _ = try? Harness.sh("rm -rf \(Harness.q(card))", check: false)
-        try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
-        Harness.say("  (making \(count) 24-megapixel photos in \(card), once)")
-        // One JPEG and one HEIC are encoded; the others are byte-distinct variants of them.
-        let masterJPEG = dir + "/master-24mp.jpg", masterHEIC = dir + "/master-24mp.heic"
-        let exif = ["exif-ifd0-Make": "Canon", "exif-ifd0-Model": "Canon EOS 5D Mark IV",
-                    "exif-ifd2-DateTimeOriginal": "2024:06:15 10:00:00", "exif-ifd2-OffsetTimeOriginal": "+02:00"]
-        if !FileManager.default.fileExists(atPath: masterJPEG) {
-            try SyntheticMedia.image(at: masterJPEG, width: 6000, height: 4000, format: .jpeg, exif: exif, quality: 90, noise: 6)
+        try madeOnce(dir + "/card-\(count)", "\(count) 24-megapixel photos") { card in
+            // One JPEG and one HEIC are encoded; the others are byte-distinct variants of them.
+            let masterJPEG = dir + "/master-24mp.jpg", masterHEIC = dir + "/master-24mp.heic"
+            let exif = ["exif-ifd0-Make": "Canon", "exif-ifd0-Model": "Canon EOS 5D Mark IV",
+                        "exif-ifd2-DateTimeOriginal": "2024:06:15 10:00:00", "exif-ifd2-OffsetTimeOriginal": "+02:00"]
+            if !FileManager.default.fileExists(atPath: masterJPEG) {
+                try SyntheticMedia.image(at: masterJPEG, width: 6000, height: 4000, format: .jpeg, exif: exif, quality: 90, noise: 6)
+            }
+            if heicEvery > 0 && !FileManager.default.fileExists(atPath: masterHEIC) {
+                try SyntheticMedia.image(at: masterHEIC, width: 6000, height: 4000, format: .heic, exif: exif, quality: 60, noise: 6)
+            }
+            for i in 0..<count {
+                let heic = heicEvery > 0 && i % heicEvery == heicEvery - 1
+                let path = String(format: "%@/IMG_%04d.%@", card, i, heic ? "HEIC" : "JPG")
+                try SyntheticMedia.variant(of: heic ? masterHEIC : masterJPEG, at: path, tag: "albumfs-bench photo \(i)")
+            }
         }
-        if heicEvery > 0 && !FileManager.default.fileExists(atPath: masterHEIC) {
-            try SyntheticMedia.image(at: masterHEIC, width: 6000, height: 4000, format: .heic, exif: exif, quality: 60, noise: 6)
-        }
-        for i in 0..<count {
-            let heic = heicEvery > 0 && i % heicEvery == heicEvery - 1
-            let path = String(format: "%@/IMG_%04d.%@", card, i, heic ? "HEIC" : "JPG")
-            try SyntheticMedia.variant(of: heic ? masterHEIC : masterJPEG, at: path, tag: "albumfs-bench photo \(i)")
-        }
-        FileManager.default.createFile(atPath: done, contents: nil)
-        return card
     }
 
     static func run(dir: String, count: Int, small: Bool = false) throws {

@@ -30,15 +30,19 @@ final class SharingTests: XCTestCase {
 
     func library() throws -> Library { try Library.open(at: lib, access: .reader) }
 
+    /// Runs smbclient commands as a guest: each must succeed without an NT_STATUS error.
+    @discardableResult
+    func smb(_ samba: SambaServer, _ commands: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let result = try samba.client(commands)
+        XCTAssertEqual(result.status, 0, "\(commands): \(result.stdout) \(result.stderr)", file: file, line: line)
+        XCTAssertFalse(result.stdout.contains("NT_STATUS"), "\(commands): \(result.stdout)", file: file, line: line)
+        return result.stdout
+    }
+
     func testSambaShare() throws {
         let samba = try SambaServer(sharing: mount.mountpoint, in: temp)
         defer { samba.stop() }
-        func smb(_ commands: String) throws -> String {
-            let result = try samba.client(commands)
-            XCTAssertEqual(result.status, 0, "\(commands): \(result.stdout) \(result.stderr)")
-            XCTAssertFalse(result.stdout.contains("NT_STATUS"), "\(commands): \(result.stdout)")
-            return result.stdout
-        }
+        let smb = { (commands: String) in try self.smb(samba, commands) }
         XCTAssertTrue(try smb("ls Albums\\*").contains("Tuscany"))
         XCTAssertTrue(try smb("cd Albums\\Tuscany; ls").contains("DSCN0012.jpg"))
 
@@ -93,12 +97,7 @@ final class SharingTests: XCTestCase {
     func testSambaClientsDeleteFoldersAndTrees() throws {
         let samba = try SambaServer(sharing: mount.mountpoint, in: temp)
         defer { samba.stop() }
-        func smb(_ commands: String) throws -> String {
-            let result = try samba.client(commands)
-            XCTAssertEqual(result.status, 0, "\(commands): \(result.stdout) \(result.stderr)")
-            XCTAssertFalse(result.stdout.contains("NT_STATUS"), "\(commands): \(result.stdout)")
-            return result.stdout
-        }
+        let smb = { (commands: String) in try self.smb(samba, commands) }
         let junk = temp.sub("junk")
         FileManager.default.createFile(atPath: junk, contents: Data("junk".utf8))
         _ = try smb("mkdir Albums\\Tree; mkdir Albums\\Tree\\Sub; cd Albums\\Tree; put \(gps)/DSCN0025.jpg DSCN0025.jpg; put \(junk) Thumbs.db; cd Sub; put \(gps)/DSCN0027.jpg DSCN0027.jpg; put \(junk) ._DSCN0027.jpg; rename DSCN0027.jpg Renamed.jpg")

@@ -35,13 +35,19 @@ extension FileSystem {
         }
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
-        if case .album(let album) = folder, newAlbums.hidesThumbnails(of: album.id, from: pid),
-           Names.key(name) == Names.key(Self.thumbnailsFolderName),
+        // Cheapest first: this runs for every lookup in an album.
+        if case .album(let album) = folder, Self.isThumbnailsFolderName(name),
+           newAlbums.hidesThumbnails(of: album.id, from: pid),
            try library.plainFiles(in: Node.thumbnails(of: parent).ino).isEmpty {
             throw FSError.noEntry(name)
         }
         guard let (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
         return Found(attributes: try attributes(of: item), name: shownAs)
+    }
+
+    /// `.thumbnails` in any case (a length test first: most names are not).
+    static func isThumbnailsFolderName(_ name: String) -> Bool {
+        name.utf8.count == thumbnailsFolderName.utf8.count && Names.key(name) == Names.key(thumbnailsFolderName)
     }
 
     func validName(_ bytes: [UInt8]) throws -> String {

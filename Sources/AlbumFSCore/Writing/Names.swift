@@ -60,7 +60,8 @@ extension FileSystem {
         let folder = try library.read { try self.folder(parent, in: $0) }
         let trash = Rules.makeTrashFolder(in: Rules.Folder(folder), isRoot: parent == FixedInode.root, name: name)
         let parentAlbum = try trash?.parent ?? Rules.makeFolder(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
-        if Names.key(name) == Names.key(Self.thumbnailsFolderName), case .album = folder,
+        let isThumbnails = Self.isThumbnailsFolderName(name)
+        if isThumbnails, case .album = folder,
            try library.plainFiles(in: Node.thumbnails(of: parent).ino).isEmpty {
             // A tree with its own .thumbnails/ (Android's DCIM) copied in: cp makes the
             // folder without looking first. It is not listed, so to a tool it does not
@@ -69,7 +70,7 @@ extension FileSystem {
             return try attributes(of: .thumbnails(of: parent))
         }
         let taken = try lookupEntry(in: folder, name: name) != nil
-        if Names.key(name) == Names.key(Self.thumbnailsFolderName) || taken {
+        if isThumbnails || taken {
             throw FSError(EEXIST, "\(name) exists", logged: false)
         }
         let album = try library.write { try $0.createAlbum(named: name, in: parentAlbum, role: trash?.role) }
