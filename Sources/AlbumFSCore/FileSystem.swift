@@ -24,6 +24,8 @@ public final class FileSystem: Sendable {
     let backgroundThumbnails: ThumbnailCache
     let prefetch = Locked(PrefetchQueue())
     let handles = HandleTable()
+    /// The kernel inode each inode number stands for now (`KernelNodes`).
+    let kernelNodes = KernelNodes()
     let writers = WriterTable()
     /// The minute of a save: names a photo left, files that became photos moments ago.
     let saves = SaveWindow()
@@ -134,6 +136,9 @@ public final class FileSystem: Sendable {
         case listing(UInt64)
         /// A file's attributes (its cached bytes go at its next open). Sent before the reply.
         case attributes(UInt64)
+        /// The attributes of one kernel inode, by node id: an earlier one of a photo that
+        /// moved to a new kernel inode (`KernelNodes`).
+        case node(UInt64)
     }
 
     /// Where invalidations go (the bridge queues them and sends them after its reply).
@@ -141,9 +146,15 @@ public final class FileSystem: Sendable {
         invalidator.withLock { $0 = body }
     }
 
+    /// Sends invalidations, inode numbers turned into the kernel's node ids.
     func invalidate(_ items: [Invalidation]) {
         guard !items.isEmpty, let send = invalidator.withLock({ $0 }) else { return }
-        send(items)
+        send(items.map { item in
+            switch item {
+            case .attributes(let ino): return .node(kernelNodes.node(of: ino))
+            case .listing, .entry, .node: return item
+            }
+        })
     }
 
     /// Marks the library changed now (virtual folders take this as their mtime).

@@ -40,7 +40,9 @@ final class Bridge: @unchecked Sendable {
             case .listing(let ino):
                 _ = fuse_lowlevel_notify_inval_inode(session, ino, 0, 0)
             case .attributes(let ino):
-                _ = fuse_lowlevel_notify_inval_inode(session, ino, -1, 0)
+                _ = fuse_lowlevel_notify_inval_inode(session, fs.nodeID(of: ino), -1, 0)
+            case .node(let node):
+                _ = fuse_lowlevel_notify_inval_inode(session, node, -1, 0)
             case .entry(let parent, let name):
                 names.append((parent, name))
             }
@@ -73,6 +75,9 @@ final class Bridge: @unchecked Sendable {
 
     // MARK: conversions
 
+    /// The inode number a node id from the kernel stands for (`KernelNodes`).
+    func ino(_ node: fuse_ino_t) -> UInt64 { FileSystem.inode(ofNodeID: node) }
+
     func stat(_ a: Attributes) -> stat {
         var st = Glibc.stat()
         st.st_ino = UInt(a.ino)
@@ -89,9 +94,11 @@ final class Bridge: @unchecked Sendable {
         return st
     }
 
-    func entry(_ a: Attributes, cacheName: Bool = true) -> fuse_entry_param {
+    /// An entry: the node id that stands for the inode now (`node`: that one instead).
+    func entry(_ a: Attributes, cacheName: Bool = true, node: UInt64? = nil) -> fuse_entry_param {
+        let (node, a) = fs.kernelView(a, node: node)
         var e = fuse_entry_param()
-        e.ino = a.ino
+        e.ino = node
         e.generation = 0  // numbers are never reused
         e.attr = stat(a)
         e.attr_timeout = attrTimeout
@@ -99,16 +106,16 @@ final class Bridge: @unchecked Sendable {
         return e
     }
 
-    func replyEntry(_ req: fuse_req_t?, _ a: Attributes, cacheName: Bool = true) {
-        var e = entry(a, cacheName: cacheName)
+    func replyEntry(_ req: fuse_req_t?, _ a: Attributes, cacheName: Bool = true, node: UInt64? = nil) {
+        var e = entry(a, cacheName: cacheName, node: node)
         fuse_reply_entry(req, &e)
     }
 
     /// A lookup's reply. A name found in another case or Unicode normalization than the
     /// file has is not kept by the kernel: removing or renaming the file invalidates
     /// only its own name, and the other spelling would stay cached for an hour.
-    func replyFound(_ req: fuse_req_t?, _ found: FileSystem.Found, asked: [UInt8]) {
-        replyEntry(req, found.attributes, cacheName: Array(found.name.utf8) == asked)
+    func replyFound(_ req: fuse_req_t?, _ found: FileSystem.Found, asked: [UInt8], node: UInt64? = nil) {
+        replyEntry(req, found.attributes, cacheName: Array(found.name.utf8) == asked, node: node)
     }
 
     func replyAttr(_ req: fuse_req_t?, _ a: Attributes) {

@@ -127,7 +127,10 @@ public enum FuseMount {
         case "reply": 2
         default: 0
         }
-        let passthrough = albumfs_answer_init(session, request.options.usesPassthrough ? 1 : 0, fault)
+        // Backing files need CAP_SYS_ADMIN: without it, asking would only cost a refused
+        // ioctl at every open.
+        let wantsPassthrough = request.options.passthrough ?? (geteuid() == 0)
+        let passthrough = albumfs_answer_init(session, wantsPassthrough ? 1 : 0, fault)
         guard passthrough >= 0 else {
             let reason = errno == EPROTO ? "the kernel and libfuse do not agree on a protocol" : String(cString: strerror(errno))
             Log.error("the kernel's INIT could not be answered: \(reason)")

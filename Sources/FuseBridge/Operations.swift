@@ -17,19 +17,21 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         let b = Bridge.from(req)
         b.handle(req, "lookup \(display(name)) in \(parent)") {
             let asked = bytes(name)
-            b.replyFound(req, try b.fs.lookup(parent: parent, name: asked, pid: caller(req)), asked: asked)
+            // "." is how an NFS server finds a handle's node: the answer is that very node.
+            let found = try b.fs.lookup(parent: b.ino(parent), name: asked, pid: caller(req))
+            b.replyFound(req, found, asked: asked, node: asked == [0x2E] ? parent : nil)
         }
     }
     ops.forget = { req, _, _ in fuse_reply_none(req) }
     ops.forget_multi = { req, _, _ in fuse_reply_none(req) }
     ops.getattr = { req, ino, _ in
         let b = Bridge.from(req)
-        b.handle(req, "getattr \(ino)") { b.replyAttr(req, try b.fs.getattr(ino)) }
+        b.handle(req, "getattr \(ino)") { b.replyAttr(req, try b.fs.getattr(b.ino(ino), node: ino)) }
     }
     ops.open = { req, ino, fi in
         let b = Bridge.from(req)
         b.handle(req, "open \(ino)") {
-            let opened = try b.fs.open(ino, flags: shim_fi_flags(fi))
+            let opened = try b.fs.open(b.ino(ino), node: ino, flags: shim_fi_flags(fi), pid: caller(req))
             let rc: Int32
             switch opened.mode {
             case .passthrough(let backingID):
@@ -59,7 +61,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.create = { req, parent, name, mode, fi in
         let b = Bridge.from(req)
         b.handle(req, "create \(display(name)) in \(parent)") {
-            let (attributes, opened) = try b.fs.create(parent: parent, name: bytes(name), mode: UInt32(mode), flags: shim_fi_flags(fi))
+            let (attributes, opened) = try b.fs.create(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode), flags: shim_fi_flags(fi))
             guard let opened else { throw FSError(EIO, "create did not open") }
             shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
             var e = b.entry(attributes)
@@ -69,40 +71,40 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.mknod = { req, parent, name, mode, _ in
         let b = Bridge.from(req)
         b.handle(req, "mknod \(display(name)) in \(parent)") {
-            b.replyEntry(req, try b.fs.mknod(parent: parent, name: bytes(name), mode: UInt32(mode)))
+            b.replyEntry(req, try b.fs.mknod(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode)))
         }
     }
     ops.mkdir = { req, parent, name, _ in
         let b = Bridge.from(req)
         b.handle(req, "mkdir \(display(name)) in \(parent)") {
-            b.replyEntry(req, try b.fs.mkdir(parent: parent, name: bytes(name), pid: caller(req)))
+            b.replyEntry(req, try b.fs.mkdir(parent: b.ino(parent), name: bytes(name), pid: caller(req)))
         }
     }
     ops.unlink = { req, parent, name in
         let b = Bridge.from(req)
         b.handle(req, "unlink \(display(name)) in \(parent)") {
-            try b.fs.unlink(parent: parent, name: bytes(name))
+            try b.fs.unlink(parent: b.ino(parent), name: bytes(name))
             fuse_reply_err(req, 0)
         }
     }
     ops.rmdir = { req, parent, name in
         let b = Bridge.from(req)
         b.handle(req, "rmdir \(display(name)) in \(parent)") {
-            try b.fs.rmdir(parent: parent, name: bytes(name))
+            try b.fs.rmdir(parent: b.ino(parent), name: bytes(name))
             fuse_reply_err(req, 0)
         }
     }
     ops.rename = { req, parent, name, newParent, newName, flags in
         let b = Bridge.from(req)
         b.handle(req, "rename \(display(name)) in \(parent) to \(display(newName)) in \(newParent)") {
-            try b.fs.rename(parent: parent, name: bytes(name), newParent: newParent, newName: bytes(newName), flags: UInt32(flags))
+            try b.fs.rename(parent: b.ino(parent), name: bytes(name), newParent: b.ino(newParent), newName: bytes(newName), flags: UInt32(flags))
             fuse_reply_err(req, 0)
         }
     }
     ops.link = { req, ino, newParent, newName in
         let b = Bridge.from(req)
         b.handle(req, "link \(ino) as \(display(newName)) in \(newParent)") {
-            b.replyEntry(req, try b.fs.link(ino: ino, newParent: newParent, newName: bytes(newName)))
+            b.replyEntry(req, try b.fs.link(ino: b.ino(ino), newParent: b.ino(newParent), newName: bytes(newName)))
         }
     }
     ops.write = { req, ino, buffer, size, offset, fi in
@@ -149,28 +151,28 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
                 }
             }
             if fi != nil { changes.handle = shim_fi_fh(fi) }
-            b.replyAttr(req, try b.fs.setattr(ino, changes))
+            b.replyAttr(req, b.fs.kernelView(try b.fs.setattr(b.ino(ino), changes), node: ino).attributes)
         }
     }
     ops.setxattr = { req, ino, name, value, size, flags in
         let b = Bridge.from(req)
         b.handle(req, "setxattr \(display(name)) of \(ino)") {
             let data = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
-            try b.fs.setxattr(ino, name: display(name), value: data, flags: flags)
+            try b.fs.setxattr(b.ino(ino), name: display(name), value: data, flags: flags)
             fuse_reply_err(req, 0)
         }
     }
     ops.removexattr = { req, ino, name in
         let b = Bridge.from(req)
         b.handle(req, "removexattr \(display(name)) of \(ino)") {
-            try b.fs.removexattr(ino, name: display(name))
+            try b.fs.removexattr(b.ino(ino), name: display(name))
             fuse_reply_err(req, 0)
         }
     }
     ops.opendir = { req, ino, fi in
         let b = Bridge.from(req)
         b.handle(req, "opendir \(ino)") {
-            _ = try b.fs.getattr(ino)
+            _ = try b.fs.getattr(b.ino(ino))
             // The kernel keeps listings (cache_readdir) until the core invalidates the
             // folder's inode after a change.
             shim_fi_set_open_flags(fi, 0, 1, 0, 1)
@@ -180,11 +182,11 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.releasedir = { req, _, _ in fuse_reply_err(req, 0) }
     ops.readdir = { req, ino, size, offset, _ in
         let b = Bridge.from(req)
-        b.handle(req, "readdir \(ino)") { try readdir(b, req, ino, size, Int64(offset), plus: false) }
+        b.handle(req, "readdir \(ino)") { try readdir(b, req, b.ino(ino), size, Int64(offset), plus: false) }
     }
     ops.readdirplus = { req, ino, size, offset, _ in
         let b = Bridge.from(req)
-        b.handle(req, "readdirplus \(ino)") { try readdir(b, req, ino, size, Int64(offset), plus: true) }
+        b.handle(req, "readdirplus \(ino)") { try readdir(b, req, b.ino(ino), size, Int64(offset), plus: true) }
     }
     ops.statfs = { req, _ in
         let b = Bridge.from(req)
@@ -206,7 +208,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.getxattr = { req, ino, name, size in
         let b = Bridge.from(req)
         b.handle(req, "getxattr \(display(name)) of \(ino)") {
-            let value = try b.fs.getxattr(ino, name: display(name))
+            let value = try b.fs.getxattr(b.ino(ino), name: display(name))
             try replyXattr(req, value, size)
         }
     }
@@ -214,7 +216,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         let b = Bridge.from(req)
         b.handle(req, "listxattr \(ino)") {
             var list: [UInt8] = []
-            for name in try b.fs.listxattr(ino) { list += Array(name.utf8) + [0] }
+            for name in try b.fs.listxattr(b.ino(ino)) { list += Array(name.utf8) + [0] }
             try replyXattr(req, list, size)
         }
     }

@@ -73,4 +73,20 @@ final class InodeCodecTests: XCTestCase {
             XCTAssertNil(Node(ino: number), "\(String(number, radix: 16)): \(why)")
         }
     }
+
+    /// Node ids: a photo's or thumbnail's number with a generation (bits 48 to 55) stands
+    /// for that number; every other number is its own node id, whatever its bits.
+    func testNodeIDsStandForTheirNumbers() {
+        for (node, number) in Self.nodes {
+            XCTAssertEqual(FileSystem.inode(ofNodeID: number), number, "\(node)")
+            switch node {
+            case .object, .thumbnail:
+                for generation: UInt64 in [1, 7, 255] {
+                    XCTAssertEqual(FileSystem.inode(ofNodeID: number | generation << 48), number, "\(node) generation \(generation)")
+                }
+            default:
+                break
+            }
+        }
+    }
 }

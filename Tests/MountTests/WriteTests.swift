@@ -228,7 +228,10 @@ final class WriteTests: MountTestCase {
     }
 
     /// flock and fcntl byte-range locks are kept by the kernel, between the processes
-    /// of this machine (Samba and NFS servers lock through them).
+    /// of this machine (Samba and NFS servers lock through them). Locks are the kernel
+    /// inode's: processes that open a photo to write it share one (fcntl write locks
+    /// need such an open), and so do readers; a reader in passthrough and a writer may
+    /// not (docs/namespace.md, "Caching").
     func testFlockAndFcntlLocksHoldBetweenProcesses() throws {
         try sh("mkdir Albums/L && cp \(q(gps))/DSCN0010.jpg Albums/L/IMG.jpg")
         // Held by one process, refused to another without waiting; free once released.
@@ -237,7 +240,7 @@ final class WriteTests: MountTestCase {
         let script = """
             import fcntl, os, sys
             p = sys.argv[1]
-            a = open(p, 'rb')
+            a = open(p, 'r+b')
             fcntl.lockf(a, fcntl.LOCK_SH, 100, 0)
             if os.fork() == 0:
                 b = open(p, 'r+b')

@@ -10,6 +10,8 @@ public final class MountedLibrary: @unchecked Sendable {
     public let library: String
     public let mountpoint: String
     public let logPath: String
+    /// With `requests`: libfuse's trace of every request (`-d`), one line per request.
+    public let requestLogPath: String?
     public private(set) var process: Process?
     public private(set) var options: [String]
     /// Added to the daemon's environment (the test hooks of the decoder workers).
@@ -29,11 +31,13 @@ public final class MountedLibrary: @unchecked Sendable {
     private var connection: UInt64?
 
     /// Mounts `library` (which must exist) on a fresh folder in `temp`.
+    /// `requests`: trace every FUSE request (`-d`) to `requestLogPath`.
     public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = [],
-                environment: [String: String] = [:]) throws {
+                environment: [String: String] = [:], requests: Bool = false) throws {
         self.library = library
         self.mountpoint = temp.sub(name)
         self.logPath = temp.sub("\(name).log")
+        self.requestLogPath = requests ? temp.sub("\(name).requests") : nil
         self.options = options
         self.environment = environment
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
@@ -45,13 +49,19 @@ public final class MountedLibrary: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Processes.albumfs)
         process.arguments = ["mount", library, mountpoint, "-f", "-o", (["log=\(logPath)"] + options).joined(separator: ",")]
+            + (requestLogPath != nil ? ["-d"] : [])
         var environment = ProcessInfo.processInfo.environment
         environment["ALBUMFS_EXIT_WITH_PARENT"] = "1"
         environment.merge(self.environment) { $1 }
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         let errors = Pipe()
-        process.standardError = errors
+        if let requestLogPath {
+            _ = FileManager.default.createFile(atPath: requestLogPath, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: requestLogPath)
+        } else {
+            process.standardError = errors
+        }
         try process.run()
         self.process = process
         let deadline = Date().addingTimeInterval(20)
@@ -60,12 +70,13 @@ public final class MountedLibrary: @unchecked Sendable {
                 ownsMount = true
                 var st = stat()
                 connection = stat(mountpoint, &st) == 0 ? UInt64(st.st_dev) : nil
-                ownFiles = Set([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath]
-                    .compactMap(Self.identity))
+                ownFiles = Set(([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath]
+                    + (requestLogPath.map { [$0] } ?? [])).compactMap(Self.identity))
                 return
             }
             if !process.isRunning {
-                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let message = requestLogPath != nil ? requests
+                    : String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 self.process = nil
                 throw MountFailure(message: "albumfs mount exited with \(process.terminationStatus): \(message)")
             }
@@ -91,6 +102,14 @@ public final class MountedLibrary: @unchecked Sendable {
     }
 
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The request trace so far (empty without `requests`).
+    public var requests: String { requestLogPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? "" }
+
+    /// How many requests of `opcode` (READ, OPEN, ...) the daemon got so far.
+    public func requestCount(_ opcode: String) -> Int {
+        requests.split(separator: "\n").filter { $0.contains("opcode: \(opcode) (") }.count
+    }
 
     /// Unmounts (fusermount3 -u, then lazily if busy) and waits for the daemon to exit.
     /// First, as gocryptfs's tests do, it checks that the daemon holds no descriptor of a

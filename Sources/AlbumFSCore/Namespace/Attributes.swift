@@ -34,10 +34,10 @@ public struct MountOptions: Sendable {
     /// How long the kernel may cache names and attributes. Every change made through
     /// the mount invalidates what it touches, so this can be long.
     public var cacheSeconds: Double = 3600
-    /// FUSE passthrough for read-only opens, when the kernel offers it: reads at the
-    /// speed of the blob itself, but a photo open for reading cannot be replaced until
-    /// it is closed (ETXTBSY). Default: on for read-only mounts, where nothing can be
-    /// replaced anyway; off otherwise (`-o passthrough` / `-o nopassthrough`).
+    /// FUSE passthrough for read-only opens, when the kernel offers it (root, Linux 6.9
+    /// and later): the kernel reads photos and thumbnails from their files itself, at the
+    /// speed of the disk. On by default for root; `-o nopassthrough` turns it off. Writers
+    /// are not held up by it (`IOMode`, `KernelNodes`). Nil: the default.
     public var passthrough: Bool?
     /// Other users may use the mount (`allow_other`): the kernel then always checks the
     /// modes (default_permissions), and the default umask keeps photos from everyone
@@ -49,16 +49,30 @@ public struct MountOptions: Sendable {
     /// section 2, docs/thumbnails.md).
     public var listThumbnails = false
 
-    public var usesPassthrough: Bool { passthrough ?? readOnly }
-
     public init() {}
 }
 
 extension FileSystem {
     /// The attributes of an inode: what it is, with what a writer holds for it on top
     /// (a file being written shows its bytes as they are now).
-    public func getattr(_ ino: UInt64) throws -> Attributes {
-        try attributes(of: existing(ino), ino: ino)
+    /// `node`: the kernel inode asked about (the current one when not said); see
+    /// `kernelView`.
+    public func getattr(_ ino: UInt64, node: UInt64? = nil) throws -> Attributes {
+        kernelView(try attributes(of: existing(ino), ino: ino), node: node).attributes
+    }
+
+    /// Attributes as kernel inode `node` (the current one of `a.ino` when not said) is to
+    /// have them. One held in passthrough reports the size of the file its readers read,
+    /// which is an older version's while a save is landing or once the photo has moved
+    /// to a new kernel inode (`KernelNodes`): a reader that maps it maps those bytes and
+    /// no more (a mapping past the end of its file faults).
+    public func kernelView(_ a: Attributes, node: UInt64? = nil) -> (node: UInt64, attributes: Attributes) {
+        let node = node ?? kernelNodes.node(of: a.ino)
+        guard a.kind == .file, let size = handles.passthroughSize(node), size != a.size else { return (node, a) }
+        var held = a
+        held.size = size
+        held.blocks = Attributes.blocks(forSize: size)
+        return (node, held)
     }
 
     /// `ino`: the number it was asked by. A copy's number that stands for a photo the

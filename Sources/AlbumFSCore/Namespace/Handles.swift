@@ -12,11 +12,14 @@ final class OpenFile: Sendable {
     }
 
     let ino: UInt64
+    /// The kernel inode it was opened through (`KernelNodes`): I/O modes are its.
+    let node: UInt64
     let state: State
     let mode: IOMode
 
-    init(ino: UInt64, state: State, mode: IOMode = .cached) {
+    init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached) {
         self.ino = ino
+        self.node = node
         self.state = state
         self.mode = mode
     }
@@ -26,11 +29,11 @@ final class OpenFile: Sendable {
 /// by READ requests (`cached`), or straight from a backing file that the kernel reads
 /// itself (`passthrough`: FUSE passthrough, no request at all).
 ///
-/// The kernel keeps an inode in one mode at a time: while it is open in passthrough,
-/// every other open of it must be passthrough with the same backing file, or the open
-/// fails with EIO. So a photo open in passthrough cannot be written or replaced until
-/// it is closed (ETXTBSY, see `refuseChangeWhileReadInPassthrough`), and its readers
-/// all share one backing id.
+/// The kernel keeps a kernel inode in one mode at a time (fs/fuse/iomode.c): while it is
+/// open in passthrough, every other open of it must be passthrough with the same backing
+/// file, or the kernel fails it with EIO (even a direct-I/O open, on this kernel). So an
+/// open that cannot be in passthrough (a writer) of a photo read in passthrough is sent
+/// to a new kernel inode of the photo (`KernelNodes`, `FileSystem.opened`).
 public enum IOMode: Sendable, Equatable {
     case cached
     case passthrough(backingID: Int32)
@@ -45,8 +48,10 @@ public protocol BackingFiles: Sendable {
 }
 
 /// Open files by handle number (the `fh` the kernel passes back), and the I/O mode of
-/// every inode with open files. The backing-file ioctls run outside the table's lock, as
-/// libfuse's passthrough_hp does: the lock is held to read and change the table only.
+/// every kernel inode with open files. The backing-file ioctls run outside the table's
+/// lock, as libfuse's passthrough_hp does: the lock is held to read and change the table
+/// only. The kernel drops an open's mode before the daemon hears of its release, so the
+/// table never believes a mode gone that the kernel still holds.
 final class HandleTable: Sendable {
     private struct Passthrough {
         let backingID: Int32
@@ -55,27 +60,37 @@ final class HandleTable: Sendable {
         var handles: Int
     }
 
-    private struct InodeIO {
+    /// The size of the file kernel inode `node` is in passthrough with, if it is.
+    func passthroughSize(_ node: UInt64) -> Int64? { table.withLock { $0.nodes[node]?.passthrough?.file.size } }
+
+    private struct NodeIO {
         var cachedHandles = 0
         var passthrough: Passthrough?
-        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil }
+        /// Kept for a writer sent here from a kernel inode held by readers: until it
+        /// comes (or this time passes), readers open it cached, so that they cannot hold
+        /// it in passthrough before the writer gets in.
+        var reservedUntil: Double?
+        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && reservedUntil == nil }
+        func reserved(_ now: Double) -> Bool { reservedUntil.map { now < $0 } ?? false }
     }
 
     struct FileKey: Equatable, Sendable {
         let device: UInt64
         let inode: UInt64
+        let size: Int64
 
         init?(_ file: FileDescriptor) {
             guard let st = try? file.status() else { return nil }
             device = UInt64(st.st_dev)
             inode = UInt64(st.st_ino)
+            size = Int64(st.st_size)
         }
     }
 
     private struct State {
         var next: UInt64 = 1
         var files: [UInt64: OpenFile] = [:]
-        var inodes: [UInt64: InodeIO] = [:]
+        var nodes: [UInt64: NodeIO] = [:]
     }
 
     private let table = Locked(State())
@@ -83,65 +98,98 @@ final class HandleTable: Sendable {
 
     func enablePassthrough(_ files: any BackingFiles) { backing.withLock { $0 = files } }
 
-    /// Whether `ino` is open in passthrough now.
-    func inPassthrough(_ ino: UInt64) -> Bool { table.withLock { $0.inodes[ino]?.passthrough != nil } }
+    /// Whether kernel inode `node` is open in passthrough now.
+    func inPassthrough(_ node: UInt64) -> Bool { table.withLock { $0.nodes[node]?.passthrough != nil } }
 
-    /// Adds an open file. `readOnly` opens of `passthroughCandidate` (a blob, a thumbnail)
-    /// go to passthrough when it is on and the inode has no cached opens; everything
-    /// else is cached. EBUSY for a read-only open of another blob than the one the inode
-    /// is open in passthrough with (its photo got a new version in between).
-    func add(ino: UInt64, state: OpenFile.State, passthroughCandidate: FileDescriptor?) throws -> OpenFile {
-        if let candidate = passthroughCandidate, let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) {
-            enum Plan { case cached, share(Int32), register }
-            let plan: Plan = try table.withLock { s in
-                var io = s.inodes[ino] ?? InodeIO()
-                if io.cachedHandles > 0 { return .cached }
-                guard var current = io.passthrough else { return .register }
-                guard current.file == key else {
-                    throw FSError(EBUSY, "inode \(ino) changed while an older version is open for reading; open it again once that is closed")
-                }
+    /// Adds a read-only open of `candidate` (a blob, a thumbnail): in passthrough when it
+    /// is on and the kernel inode has no cached opens, unless `mayStart` is false and no
+    /// open holds it in passthrough yet (a file server's open: it holds files for as long
+    /// as its clients do). Nil, and nothing added, when the kernel inode holds another
+    /// file in passthrough than `candidate` (its photo got a new version while old
+    /// readers stay): the kernel would let this open read only that one.
+    func addReader(ino: UInt64, node: UInt64, state: OpenFile.State, candidate: FileDescriptor,
+                   mayStart: Bool) -> OpenFile? {
+        let cached = OpenFile(ino: ino, node: node, state: state, mode: .cached)
+        guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
+            table.withLock { s in s.nodes[node, default: NodeIO()].cachedHandles += 1 }
+            return cached
+        }
+        enum Plan { case cached, share(Int32), register, stale }
+        let plan: Plan = table.withLock { s in
+            var io = s.nodes[node] ?? NodeIO()
+            defer { s.nodes[node] = io.isEmpty ? nil : io }
+            if var current = io.passthrough {
+                guard current.file == key else { return .stale }
                 current.handles += 1
                 io.passthrough = current
-                s.inodes[ino] = io
                 return .share(current.backingID)
             }
-            switch plan {
-            case .share(let id):
-                return OpenFile(ino: ino, state: state, mode: .passthrough(backingID: id))
-            case .register:
-                // The ioctl outside the lock; then install it, unless another open of the
-                // inode got there first (share theirs and drop ours) or a cached open came.
-                if let id = backingFiles.register(candidate) {
-                    let (mode, unused) = table.withLock { s -> (IOMode, Int32?) in
-                        var io = s.inodes[ino] ?? InodeIO()
-                        defer { s.inodes[ino] = io }
-                        if var current = io.passthrough, current.file == key {
-                            current.handles += 1
-                            io.passthrough = current
-                            return (.passthrough(backingID: current.backingID), id)
-                        }
-                        if io.cachedHandles > 0 || io.passthrough != nil {
-                            io.cachedHandles += 1
-                            return (.cached, id)
-                        }
-                        io.passthrough = Passthrough(backingID: id, file: key, handles: 1)
-                        return (.passthrough(backingID: id), nil)
-                    }
-                    if let unused { backingFiles.unregister(unused) }
-                    return OpenFile(ino: ino, state: state, mode: mode)
-                }
-            case .cached:
-                break
+            if io.cachedHandles > 0 || !mayStart || io.reserved(Self.now()) {
+                io.cachedHandles += 1
+                return .cached
             }
+            return .register
         }
-        // Writers, plain files, and reads without passthrough. Should the inode be in
-        // passthrough (a race with the guards), the kernel refuses this open with EIO.
-        table.withLock { s in
-            var io = s.inodes[ino] ?? InodeIO()
+        switch plan {
+        case .cached:
+            return cached
+        case .stale:
+            return nil
+        case .share(let id):
+            return OpenFile(ino: ino, node: node, state: state, mode: .passthrough(backingID: id))
+        case .register:
+            // The ioctl outside the lock; then install it, unless another open of the
+            // kernel inode got there first (share theirs) or a cached open came.
+            let id = backingFiles.register(candidate)
+            let (mode, unused) = table.withLock { s -> (IOMode?, Int32?) in
+                var io = s.nodes[node] ?? NodeIO()
+                defer { s.nodes[node] = io.isEmpty ? nil : io }
+                if var current = io.passthrough {
+                    guard current.file == key else { return (nil, id) }
+                    current.handles += 1
+                    io.passthrough = current
+                    return (.passthrough(backingID: current.backingID), id)
+                }
+                guard let id, io.cachedHandles == 0, !io.reserved(Self.now()) else {
+                    io.cachedHandles += 1
+                    return (.cached, id)
+                }
+                io.passthrough = Passthrough(backingID: id, file: key, handles: 1)
+                return (.passthrough(backingID: id), nil)
+            }
+            if let unused { backingFiles.unregister(unused) }
+            return mode.map { OpenFile(ino: ino, node: node, state: state, mode: $0) }
+        }
+    }
+
+    /// Adds an open that is not to be in passthrough (a writer, a reader of bytes being
+    /// written, a plain file): cached, or nil while the kernel inode is open in
+    /// passthrough (the kernel would refuse it).
+    func addCached(ino: UInt64, node: UInt64, state: OpenFile.State) -> OpenFile? {
+        let added: Bool = table.withLock { s in
+            var io = s.nodes[node] ?? NodeIO()
+            guard io.passthrough == nil else { return false }
             io.cachedHandles += 1
-            s.inodes[ino] = io
+            io.reservedUntil = nil
+            s.nodes[node] = io
+            return true
         }
-        return OpenFile(ino: ino, state: state, mode: .cached)
+        return added ? OpenFile(ino: ino, node: node, state: state, mode: .cached) : nil
+    }
+
+    /// Keeps kernel inode `node` out of passthrough for a moment: a writer is on its way.
+    /// Whether any open file (or a writer on its way) uses kernel inode `node`.
+    func inUse(_ node: UInt64) -> Bool { table.withLock { $0.nodes[node] != nil } }
+
+    func reserveForWriter(_ node: UInt64) {
+        let until = Self.now() + 2
+        table.withLock { s in s.nodes[node, default: NodeIO()].reservedUntil = until }
+    }
+
+    private static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
     /// The handle number of an open file just added.
@@ -160,7 +208,7 @@ final class HandleTable: Sendable {
     func remove(_ handle: UInt64) -> OpenFile? {
         let (file, unregister) = table.withLock { s -> (OpenFile?, Int32?) in
             guard let file = s.files.removeValue(forKey: handle) else { return (nil, nil) }
-            var io = s.inodes[file.ino] ?? InodeIO()
+            var io = s.nodes[file.node] ?? NodeIO()
             var unregister: Int32?
             switch file.mode {
             case .cached: io.cachedHandles -= 1
@@ -177,7 +225,7 @@ final class HandleTable: Sendable {
                     }
                 }
             }
-            s.inodes[file.ino] = io.isEmpty ? nil : io
+            s.nodes[file.node] = io.isEmpty ? nil : io
             return (file, unregister)
         }
         if let unregister { backing.withLock { $0 }?.unregister(unregister) }
@@ -210,24 +258,51 @@ extension FileSystem {
     }
 
     /// Adds an open file to the handle table: its handle, with the mode decided there.
-    func opened(ino: UInt64, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
-                passthroughCandidate: FileDescriptor? = nil) throws -> Opened {
-        let file = try handles.add(ino: ino, state: state, passthroughCandidate: passthroughCandidate)
-        let handle = handles.handle(for: file)
-        return Opened(handle: handle, keepCache: keepCache, readOnly: readOnly, mode: file.mode)
+    /// `node`: the kernel inode it is opened through (the current one when not said).
+    func opened(ino: UInt64, node: UInt64? = nil, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
+                name: @autoclosure () -> String) throws -> Opened {
+        let node = node ?? kernelNodes.node(of: ino)
+        guard let file = handles.addCached(ino: ino, node: node, state: state) else {
+            if case .writer(let writer) = state { release(writer) }
+            throw openElsewhere(ino, from: node, name(), reserve: true)
+        }
+        return Opened(handle: handles.handle(for: file), keepCache: keepCache, readOnly: readOnly, mode: file.mode)
+    }
+
+    /// Adds a read-only open of a photo's or thumbnail's file: in passthrough when it can
+    /// be (see `HandleTable.addReader`).
+    func openedForReading(ino: UInt64, node: UInt64? = nil, _ file: FileDescriptor, keepCache: Bool,
+                          name: @autoclosure () -> String, pid: Int32) throws -> Opened {
+        let node = node ?? kernelNodes.node(of: ino)
+        guard let open = handles.addReader(ino: ino, node: node, state: .readOnly(file), candidate: file,
+                                           mayStart: !FileServers.isServer(pid)) else {
+            throw openElsewhere(ino, from: node, name())
+        }
+        return Opened(handle: handles.handle(for: open), keepCache: keepCache, readOnly: true, mode: open.mode)
+    }
+
+    /// An open that the kernel would refuse on kernel inode `node`, held in passthrough by
+    /// readers of another version: the photo moves to a new kernel inode, its names are
+    /// dropped, and the open fails with ESTALE, which the kernel answers by looking the
+    /// path up again (do_filp_open retries once with LOOKUP_REVAL): the open lands on the
+    /// new kernel inode, while the readers keep the version they opened on the old one.
+    /// `reserve`: the open is one that cannot be in passthrough (a writer): readers that
+    /// reach the new kernel inode before it read cached there, so that it gets in.
+    func openElsewhere(_ ino: UInt64, from node: UInt64, _ name: String, reserve: Bool = false) -> FSError {
+        kernelNodes.advance(ino, from: node, inUse: handles.inUse)
+        if reserve { handles.reserveForWriter(kernelNodes.node(of: ino)) }
+        if let item = try? existing(ino) {
+            switch item {
+            case .asset(let asset), .thumbnail(let asset): afterChange(asset: asset, views: asset)
+            default: break
+            }
+        }
+        return FSError(ESTALE, "\(name) is read in passthrough on kernel inode \(node): to be opened again on a new one", logged: false)
     }
 
     /// Turns on FUSE passthrough for read-only opens of assets and thumbnails, once the
     /// kernel has agreed to it at INIT.
     public func enablePassthrough(_ files: any BackingFiles) { handles.enablePassthrough(files) }
-
-    /// A photo open for reading in passthrough cannot change until it is closed: the
-    /// kernel would refuse every open of the new version (see `IOMode`).
-    func refuseChangeWhileReadInPassthrough(_ ino: UInt64, _ name: @autoclosure () -> String) throws {
-        if handles.inPassthrough(ino) {
-            throw FSError(ETXTBSY, "\(name()) is open for reading (passthrough); it can be replaced once it is closed")
-        }
-    }
 
     public func read(handle: UInt64, size: Int, offset: Int64) throws -> ReadSource {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "read of an unknown handle \(handle)") }

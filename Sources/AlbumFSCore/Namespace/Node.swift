@@ -15,6 +15,10 @@ import AlbumCore
 /// | 4<<56 + folder | the `.sh_thumbnails` folder of a folder (the same folder code) |
 /// | 5<<56 + folder (+ bit 51 for large) | its `normal/` or `large/` |
 /// | 6<<56 + id (+ bit 51 large, + bit 50 for an album entry) | a shared thumbnail: of asset id as All Photos and the views name it, or of album entry (membership) id |
+///
+/// The kernel's node ids are these numbers, but for photos and thumbnails whose kernel
+/// inode was left to readers of an older version: those carry a generation in bits 48
+/// to 55 (`KernelNodes`).
 public enum Node: Hashable, Sendable {
     case root
     case albumsRoot

@@ -186,7 +186,11 @@ extension FileSystem {
     func afterLanding(_ landed: Landed, folder: Item, entries: [(UInt64, String)]) {
         var names = entries
         if let backup = landed.backup { names.append((backup.dirIno, backup.name)) }
-        if let before = landed.before, before.sha256 != landed.asset.sha256 { contentChanged(landed.asset) }
+        if let before = landed.before, before.sha256 != landed.asset.sha256 {
+            contentChanged(landed.asset)
+            movePastReaders(UInt64(landed.asset.id))
+            movePastReaders(Node.thumbnail(asset: landed.asset.id).ino)
+        }
         afterChange(asset: landed.asset, views: landed.before, folders: [folder.ino], entries: names)
         if landed.before?.sha256 != landed.asset.sha256 { prefetchThumbnail(landed.asset) }
     }

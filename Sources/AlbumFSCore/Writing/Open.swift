@@ -38,7 +38,7 @@ extension FileSystem {
         let writer = writers.writer(for: UInt64(id)) { Writer(ino: UInt64(id), target: .plain(id), bytes: .own(bytesFile)) }
         writer.withLock { writer.unfinished = true }
         writer.opened()
-        return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false))
+        return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false, name: name))
     }
 
     /// mknod: regular files only (NFS servers create files this way), as create without
@@ -52,47 +52,55 @@ extension FileSystem {
 
     // MARK: open
 
-    public func open(_ ino: UInt64, flags: Int32) throws -> Opened {
+    /// Opens inode `ino` through the kernel inode `node` (its node id; the current one
+    /// when not said, see `KernelNodes`).
+    /// `pid`: the process that opens (0: unknown), since file servers never start
+    /// passthrough (`FileServers`).
+    public func open(_ ino: UInt64, node: UInt64? = nil, flags: Int32, pid: Int32 = 0) throws -> Opened {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
+        let node = node ?? kernelNodes.node(of: ino)
         switch try existing(ino) {
         case .asset(let asset):
-            if writing { return try openForWriting(asset, ino: ino, truncate: flags & O_TRUNC != 0) }
+            if writing { return try openForWriting(asset, ino: ino, node: node, truncate: flags & O_TRUNC != 0) }
             // Reads see the bytes being written while a photo has new ones pending.
             if let writer = writers.get(ino), writer.showsPendingBytes {
                 writer.opened()
-                return try opened(ino: ino, .writer(writer), keepCache: false)
+                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name)
             }
             let blob = try library.openBlob(of: asset)
-            return try opened(ino: ino, .readOnly(blob), keepCache: mayKeepCache(ino), readOnly: true, passthroughCandidate: blob)
+            return try openedForReading(ino: ino, node: node, blob, keepCache: mayKeepCache(ino), name: asset.name, pid: pid)
         case .plain(let file):
             if writing {
                 try checkWritable()
                 let writer = try plainWriter(file, ino: ino)
                 writer.opened()
-                if flags & O_TRUNC != 0 { try truncate(writer, to: 0) }
-                return try opened(ino: ino, .writer(writer), keepCache: false)
+                let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name)
+                if flags & O_TRUNC != 0 {
+                    do { try truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
+                }
+                return result
             }
             if let writer = writers.get(ino) {
                 writer.opened()
-                return try opened(ino: ino, .writer(writer), keepCache: false)
+                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name)
             }
             let bytes = try explained("plain file \(file.name) cannot be opened") {
                 try library.files.open(file.bytes, flags: O_RDONLY)
             }
-            return try opened(ino: ino, .readOnly(bytes), keepCache: false, readOnly: true)
+            return try opened(ino: ino, node: node, .readOnly(bytes), keepCache: false, readOnly: true, name: file.name)
         case .thumbnail(let asset):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
             guard let thumbnail = try thumbnailWaitingIfNeeded(of: asset) else { throw FSError.noEntry("thumbnail of \(asset.name)") }
             let fd = try explained("thumbnail of \(asset.name) cannot be opened") {
                 try library.files.open(thumbnail.path, flags: O_RDONLY)
             }
-            return try opened(ino: ino, .readOnly(fd), keepCache: mayKeepCache(ino), readOnly: true, passthroughCandidate: fd)
+            return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), name: "thumbnail of \(asset.name)", pid: pid)
         case .sharedThumbnail(let entry):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
             guard let file = try sharedThumbnailFile(entry) else { throw FSError.noEntry("shared thumbnail of \(entry.name)") }
             let fd = try explained("shared thumbnail of \(entry.name) cannot be opened") { try library.files.open(file.path, flags: O_RDONLY) }
             // One number, new bytes after a new version (its mtime is in them): no old pages.
-            return try opened(ino: ino, .readOnly(fd), keepCache: false, readOnly: true)
+            return try opened(ino: ino, node: node, .readOnly(fd), keepCache: false, readOnly: true, name: entry.name)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
@@ -100,16 +108,18 @@ extension FileSystem {
 
     /// Opens a photo for writing: its next version, written to a private copy made at the
     /// first write (or at once with O_TRUNC), committed at a close.
-    func openForWriting(_ asset: Asset, ino: UInt64, truncate: Bool) throws -> Opened {
+    func openForWriting(_ asset: Asset, ino: UInt64, node: UInt64, truncate: Bool) throws -> Opened {
         try checkWritable()
         try Rules.writeInto(asset)
-        try refuseChangeWhileReadInPassthrough(ino, asset.name)
         let writer = writers.writer(for: ino) { Writer(ino: ino, target: .asset(asset.id), bytes: .current) }
         writer.opened()
+        // In the handle table first: a writer may wait there for readers to close, and
+        // truncates nothing if they do not.
+        let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name)
         if truncate {
-            do { try self.truncate(writer, to: 0) } catch { _ = writer.released(); throw error }
+            do { try self.truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
         }
-        return try opened(ino: ino, .writer(writer), keepCache: false)
+        return result
     }
 
     /// The writer of a plain file: its own bytes, written in place (a file that shares a
@@ -254,7 +264,6 @@ extension FileSystem {
         case .asset(let asset):
             if let size = changes.size {
                 try Rules.writeInto(asset)
-                try refuseChangeWhileReadInPassthrough(ino, asset.name)
                 let writer = writers.writer(for: ino) { Writer(ino: ino, target: .asset(asset.id), bytes: .current) }
                 writer.opened()
                 defer { release(writer) }
@@ -313,7 +322,8 @@ extension FileSystem {
     }
 
     /// A writer held for one call (truncate by path) let go again.
-    private func release(_ writer: Writer) {
+    /// A writer let go without a handle (a truncate by path, an open that failed).
+    func release(_ writer: Writer) {
         guard writer.released() <= 0 else { return }
         let (keep, discarded) = writer.io { writer.dropUncommitted() }
         if let leftover = discarded { discard(leftover) }

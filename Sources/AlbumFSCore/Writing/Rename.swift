@@ -67,7 +67,6 @@ extension FileSystem {
         case .plain(let other)?: replacedPlain = other
         case .asset(let photo)?:
             try Rules.writeInto(photo)
-            try refuseChangeWhileReadInPassthrough(UInt64(photo.id), photo.name)
             over = photo
         case .thumbnail?, .sharedThumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
         default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
@@ -136,7 +135,6 @@ extension FileSystem {
         case .plain(let other)?: replacedPlain = other
         case .asset(let photo)?:
             try Rules.writeInto(photo)
-            try refuseChangeWhileReadInPassthrough(UInt64(photo.id), photo.name)
             over = photo
         case .thumbnail?, .sharedThumbnail?: throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be replaced")
         default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)

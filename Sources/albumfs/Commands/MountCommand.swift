@@ -29,10 +29,9 @@ enum MountCommand {
                                         unlisted by default, so that rsync, tar, find, du and
                                         Samba clients see photos only)
                   passthrough           the kernel reads photos from the library itself (FUSE
-                                        passthrough, root only): reads as fast as the disk, but
-                                        a photo open for reading cannot be replaced (ETXTBSY)
-                                        until it is closed; the default with ro
-                  nopassthrough         reads through the daemon's page cache; the default
+                                        passthrough: root, Linux 6.9 or later): reads as fast
+                                        as the disk; the default for root
+                  nopassthrough         reads through the daemon (the only way without root)
                   log=PATH              log to PATH instead of syslog (or stderr with -f); without a
                                         syslog daemon, the log is LIBRARY/logs/albumfs.log
                   and mount(8)'s usual ones (noexec, noatime, ...). Set-id bits and device

@@ -1,0 +1,72 @@
+import AlbumCore
+
+/// Which kernel inode (FUSE node id) stands for an inode number now.
+///
+/// The kernel reads a file in passthrough from one backing file per kernel inode, and
+/// while any open of a kernel inode is in passthrough it refuses every open of it that
+/// is not in passthrough with that same file (`IOMode`). A photo read that way would
+/// keep writers out, and keep a new version out of passthrough, for as long as one
+/// reader holds it. So a photo whose kernel inode is held by readers of its old bytes
+/// moves to a new kernel inode: the same inode number (`st_ino`, what every tool and
+/// NFS client sees) with a generation in bits 48 to 55, which the numbers of photos and
+/// thumbnails never use (`Node`). Its names are dropped from the kernel's cache everywhere, so paths lead to
+/// the new kernel inode, while the readers keep reading the version they opened from the
+/// old one. It moves when a save lands while the old kernel inode is held
+/// (`movePastReaders`), or when an open finds it held (`openElsewhere`: ESTALE, and the
+/// kernel looks the path up again).
+///
+/// Node ids are handed out only by this daemon and only for its kernel's life: the
+/// generations live in memory. A node id of any generation still names its inode (an
+/// NFS file handle keeps working after an edit, and after a restart).
+final class KernelNodes: Sendable {
+    static let shift: UInt64 = 48
+    static let mask: UInt64 = 0xFF << shift
+
+    private let generations = Locked([UInt64: UInt64]())
+
+    /// The inode number a node id stands for. Only photos (objects) and thumbnails have
+    /// generations; other numbers use these bits themselves.
+    static func inode(of node: UInt64) -> UInt64 {
+        let tag = node & Node.tagMask
+        return tag == 0 || tag == Node.thumbnailTag ? node & ~mask : node
+    }
+
+    /// The node id that stands for `ino` now.
+    func node(of ino: UInt64) -> UInt64 {
+        generations.withLock { $0.isEmpty ? ino : ino | ($0[ino] ?? 0) << Self.shift }
+    }
+
+    /// Moves `ino` to a new node id, unless it already has moved past `node` (two opens
+    /// that found the same conflict move it once): the next generation that no open file
+    /// holds (`inUse`), so that the new kernel inode is a fresh one.
+    func advance(_ ino: UInt64, from node: UInt64, inUse: (UInt64) -> Bool) {
+        generations.withLock { g in
+            var generation = g[ino] ?? 0
+            guard ino | generation << Self.shift == node else { return }
+            for _ in 0..<255 {
+                generation = (generation + 1) & 0xFF
+                if !inUse(ino | generation << Self.shift) { break }
+            }
+            g[ino] = generation
+        }
+    }
+}
+
+extension FileSystem {
+    /// The kernel's node id for inode `ino` now (the bridge hands it out in every entry).
+    public func nodeID(of ino: UInt64) -> UInt64 { kernelNodes.node(of: ino) }
+
+    /// The inode number a node id from the kernel stands for.
+    public static func inode(ofNodeID node: UInt64) -> UInt64 { KernelNodes.inode(of: node) }
+
+    /// A new version of `ino` landed: if its kernel inode is held in passthrough by
+    /// readers of the old one, the next lookups lead to a new kernel inode (the caller
+    /// drops the names, `afterChange` with the photo as it was), and the old one's
+    /// attributes are dropped (an NFS handle may still lead there).
+    func movePastReaders(_ ino: UInt64) {
+        let node = kernelNodes.node(of: ino)
+        guard handles.inPassthrough(node) else { return }
+        kernelNodes.advance(ino, from: node, inUse: handles.inUse)
+        invalidate([.node(node)])
+    }
+}

@@ -1,0 +1,25 @@
+import Glibc
+
+/// File servers hold files open for as long as their clients do (smbd for an open SMB
+/// handle, nfs-ganesha in its descriptor cache, the kernel's nfsd). A photo they hold in
+/// passthrough could not be written by anyone until they let go (`IOMode`), so their
+/// opens never start passthrough: they read through the daemon, which costs them
+/// nothing next to the network.
+enum FileServers {
+    /// Executables of file servers (the basename of /proc/PID/exe).
+    static let names: Set<String> = ["smbd", "ganesha.nfsd"]
+
+    /// Whether process (or thread) `pid` is a file server. A kernel thread (nfsd) has no
+    /// executable; pid 0 is unknown and counts as not one.
+    static func isServer(_ pid: Int32) -> Bool {
+        guard pid > 0 else { return false }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        if n < 0 {
+            // Gone already, or a kernel thread: only the latter has a status but no exe.
+            return errno == ENOENT && access("/proc/\(pid)/status", F_OK) == 0
+        }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return names.contains(String(path.split(separator: "/").last ?? ""))
+    }
+}
