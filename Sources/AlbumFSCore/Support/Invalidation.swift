@@ -93,7 +93,7 @@ extension FileSystem {
     }
 
     /// Invalidations of folders and names only.
-    func afterChange(folders: [UInt64], entries: [(UInt64, String)]) {
+    func afterChange(folders: [UInt64], entries: [(UInt64, String)] = []) {
         afterChange(asset: nil, views: nil, folders: folders, entries: entries)
     }
 }

@@ -195,7 +195,8 @@ extension FileSystem {
         clock.mark("stored")
         discard(.plainFile(id))
         writer.withLock { writer.unfinished = false }
-        afterLanding(landed, folder: folder, entries: [(folder.ino, file.name)])
+        // A new asset keeps the file's number: its name's entry stays right.
+        afterLanding(landed, folder: folder, entries: landed.isNew ? [] : [(folder.ino, file.name)])
         return .committed(asset: landed.asset.id)
     }
 
@@ -220,7 +221,8 @@ extension FileSystem {
         }
         discard(.plainFile(file.id))
         writer.withLock { writer.unfinished = false }
-        afterLanding(landed, folder: folder, entries: [(folder.ino, file.name)])
+        // A new asset keeps the file's number: its name's entry stays right.
+        afterLanding(landed, folder: folder, entries: landed.isNew ? [] : [(folder.ino, file.name)])
         return .committed(asset: landed.asset.id)
     }
 

@@ -31,7 +31,8 @@ extension FileSystem {
             discard(.plainFile(id))
             throw FSError.wrapping(error, "cannot create \(name)")
         }
-        afterChange(folders: [parent], entries: [(parent, name)])
+        // The listing only: the kernel makes the new name's entry from this reply.
+        afterChange(folders: [parent])
         guard let file = try library.read({ try $0.plainFile(id: id) }) else { throw FSError.noEntry(name) }
         let attributes = try self.attributes(of: file)
         guard open else { return (attributes, nil) }
