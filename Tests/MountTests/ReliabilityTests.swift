@@ -125,6 +125,23 @@ final class ReliabilityTests: MountTestCase {
         try sh("cmp \(q(gps))/DSCN0012.jpg Albums/A/DSCN0012.jpg")
     }
 
+    /// A blob file that no row names (what a crash leaves when it comes after a close
+    /// named the bytes by their hash and before they were synced: short, or empty) is
+    /// never taken for the bytes of its name: the same photo copied in replaces it.
+    func testABlobFileThatNoRowNamesIsNeverTrusted() throws {
+        let library = try Library.open(at: lib, access: .reader)
+        let orphan = library.files.absolute(.blob(try sha256(gps + "/DSCN0010.jpg")))
+        try FileManager.default.createDirectory(atPath: (orphan as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let source = try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg"))
+        try source.prefix(4096).write(to: URL(fileURLWithPath: orphan))
+        try start()
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/A/ && cmp \(q(gps))/DSCN0010.jpg Albums/A/DSCN0010.jpg")
+        mount.unmount()
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: orphan)), source)
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
     /// Numbers handed out stay true: a file whose bytes were a photo the library had keeps
     /// its number for whoever created it (an NFS client's handle), and the name finds the
     /// photo.

@@ -51,6 +51,25 @@ public struct BlobStore: Sendable {
         return Placement(sha256: sha256, created: true)
     }
 
+    /// Links `source` into `originals/` under its hash before its bytes are synced, so
+    /// that the file and the folder that now names it can be synced side by side
+    /// (`SyncAhead`) rather than one after the other: one journal commit instead of two
+    /// on the way to a durable close. The caller syncs both before any row names the
+    /// blob, and takes the placement back (`undo`) if none will. Nil when a blob of that
+    /// hash exists already. A crash before the sync may leave a blob file that no row
+    /// names and whose bytes are short: such a file is never trusted (see `isOrphan`).
+    public func placeEarly(_ source: LibraryPath, sha256: String) throws -> (Placement, folders: [LibraryPath])? {
+        let target = LibraryPath.blob(sha256)
+        if exists(sha256) { return nil }
+        let createdFolder = try files.makeFolder(target.parent)
+        do {
+            try files.link(source, to: target)
+        } catch let error as LibraryError where error.errno == EEXIST {
+            return nil
+        }
+        return (Placement(sha256: sha256, created: true), createdFolder ? [target.parent, .originals] : [target.parent])
+    }
+
     /// Takes back a placement whose transaction failed (the blob is named by nothing).
     public func undo(_ placement: Placement) {
         if placement.created { _ = try? files.remove(.blob(placement.sha256)) }

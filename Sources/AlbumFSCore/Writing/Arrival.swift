@@ -89,12 +89,25 @@ extension FileSystem {
     /// plain file that held the bytes, a temporary photo that vanishes, the entry that
     /// moves). The arriving file's inode number is `fileID`: a new asset takes it, an
     /// existing one is known by it from now on.
+    /// `placed`: the bytes were placed as their blob already (`BlobStore.placeEarly`,
+    /// synced by the caller); this landing owns that placement from here, and takes it
+    /// back if its transaction fails.
     func land(_ bytes: PhotoBytes, as name: String, in folder: Item, destiny: Destiny, fileID: Int64,
-              explicitMtimeNs: Int64?, mode: UInt32?, clear: (Transaction) throws -> Void) throws -> Landed {
-        var placement: BlobStore.Placement?
-        if let file = bytes.file {
+              explicitMtimeNs: Int64?, mode: UInt32?, placed: BlobStore.Placement? = nil,
+              clear: (Transaction) throws -> Void) throws -> Landed {
+        var placement = placed
+        if placed == nil, let file = bytes.file {
             if library.blobs.exists(bytes.sha256) {
-                try library.healIfDamaged(file)
+                if try library.read({ try $0.blobRecord(bytes.sha256) }) == nil {
+                    // A blob file that no row names was left by a crash, maybe before its
+                    // bytes were synced (an early placement): never trusted, these bytes
+                    // replace it.
+                    _ = try explained("cannot store \(name)") {
+                        try library.blobs.place(file.path, descriptor: file.descriptor, sha256: bytes.sha256, replaceDamaged: true)
+                    }
+                } else {
+                    try library.healIfDamaged(file)
+                }
             } else {
                 placement = try explained("cannot store \(name)") {
                     try library.blobs.place(file.path, descriptor: file.descriptor, sha256: bytes.sha256)

@@ -99,6 +99,13 @@ extension FileSystem {
 
     // MARK: committing
 
+    /// Bytes that may become a photo's are named by their hash before the decoder reads
+    /// them, so that the file and its folder are synced side by side while it does
+    /// (`BlobStore.placeEarly`, `SyncAhead`). Nil when the library has those bytes.
+    private func placeEarly(_ hashed: HashedFile, name: String) throws -> (BlobStore.Placement, folders: [LibraryPath])? {
+        try explained("cannot store \(name)") { try library.blobs.placeEarly(hashed.path, sha256: hashed.sha256) }
+    }
+
     /// What a close commits: the bytes of `work` become what they are.
     private func commit(_ work: Writer.Commit, of writer: Writer) throws -> Writer.Outcome {
         switch work.target {
@@ -124,7 +131,9 @@ extension FileSystem {
             discard(path)
             return .committed(asset: id)
         }
-        let syncing = SyncAhead(fd)
+        var early = try placeEarly(hashed, name: photo.name)
+        defer { if let placement = early?.0 { library.blobs.undo(placement) } }
+        let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
         let kind = library.classify(hashed, name: photo.originalName, reader: decoder)
         try syncing.finish()
         let metadata: MediaMetadata
@@ -135,8 +144,10 @@ extension FileSystem {
         clock.mark("metadata")
         let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
         let folder = Item.allPhotos
+        let placed = early?.0
+        early = nil  // the landing's from here
         let landed = try land(bytes, as: photo.name, in: folder, destiny: .version(of: photo, vacated: nil), fileID: id,
-                              explicitMtimeNs: work.explicitMtimeNs, mode: nil) { _ in }
+                              explicitMtimeNs: work.explicitMtimeNs, mode: nil, placed: placed) { _ in }
         clock.mark("stored")
         discard(path)
         afterLanding(landed, folder: folder, entries: [])
@@ -167,7 +178,9 @@ extension FileSystem {
             try HashedFile.hashing(.plainFile(id), descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
         }
         clock.mark("hash")
-        let syncing = SyncAhead(fd)
+        var early = try placeEarly(hashed, name: file.name)
+        defer { if let placement = early?.0 { library.blobs.undo(placement) } }
+        let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
         let kind = library.classify(hashed, name: file.name, reader: decoder)
         try syncing.finish()
         let metadata: MediaMetadata
@@ -188,8 +201,10 @@ extension FileSystem {
         }
         let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
         let mode = file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777
+        let placed = early?.0
+        early = nil  // the landing's from here
         let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
-                              explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode) { tx in
+                              explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode, placed: placed) { tx in
             try tx.deletePlainFile(id, becomingPhoto: true)
         }
         clock.mark("stored")
