@@ -19,13 +19,14 @@ let package = Package(
         .systemLibrary(name: "CAV", pkgConfig: "libavformat libavcodec libavutil libswscale"),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3"),
         .systemLibrary(name: "CSystem"),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq"),
         // exiv2 (C++) behind a C face: no Swift module needs C++ interoperability.
         .target(name: "CExiv2", linkerSettings: [.linkedLibrary("exiv2")]),
         // The kernel's INIT answered by hand (protocol logic in C, not in a header).
         .target(name: "CFuseInit", dependencies: ["CFuse"]),
 
         // Storage core: library layout, schema, blobs, import, albums, trash, versions.
-        .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem", "CExiv2"]),
+        .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem", "CExiv2", "CPostgres"]),
         // Filesystem core: the namespace, inode numbers, what each operation means.
         .target(name: "AlbumFSCore", dependencies: ["AlbumCore"], exclude: ["Writing/README.md"]),
         // The only code that imports libfuse.

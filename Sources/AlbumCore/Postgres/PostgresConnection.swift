@@ -1,0 +1,182 @@
+import CPostgres
+import Foundation
+
+/// An error from PostgreSQL: its SQLSTATE (the five-character code that says what
+/// happened, e.g. 40001 for a serialization failure), its message, and the statement.
+public struct PostgresError: Error, CustomStringConvertible {
+    public let sqlState: String?
+    public let message: String
+    public let sql: String?
+
+    public var description: String {
+        let code = sqlState.map { "PostgreSQL error \($0)" } ?? "PostgreSQL error"
+        return sql.map { "\(code): \(message) (in: \($0))" } ?? "\(code): \(message)"
+    }
+
+    /// Another transaction's work conflicts with this one's (SERIALIZABLE), or a
+    /// deadlock was broken by ending this one: the whole transaction may be tried again.
+    public var mayRetry: Bool { sqlState == "40001" || sqlState == "40P01" }
+}
+
+/// A notification sent with NOTIFY to a channel this connection listens to.
+public struct PostgresNotification: Sendable, Equatable {
+    public let channel: String
+    public let payload: String
+    /// The server process that sent it (a connection knows its own: `backendPID`).
+    public let senderPID: Int32
+
+    public init(channel: String, payload: String, senderPID: Int32) {
+        self.channel = channel
+        self.payload = payload
+        self.senderPID = senderPID
+    }
+}
+
+/// One connection to PostgreSQL through libpq. Not thread-safe: one thread at a time,
+/// as with `Connection` for SQLite. Statements are prepared once per connection, by name,
+/// and run with text parameters; rows come back as text (`nil` for NULL).
+public final class PostgresConnection: @unchecked Sendable {
+    private let conn: OpaquePointer
+    private var prepared: Set<String> = []
+
+    /// `conninfo`: a libpq connection string (`host=/run/dir dbname=albumfs`) or URI
+    /// (`postgresql://host/db`).
+    public init(_ conninfo: String) throws {
+        guard let conn = PQconnectdb(conninfo) else {
+            throw PostgresError(sqlState: nil, message: "out of memory", sql: nil)
+        }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = Self.text(PQerrorMessage(conn))
+            PQfinish(conn)
+            throw PostgresError(sqlState: nil, message: "cannot connect: \(message)", sql: nil)
+        }
+        self.conn = conn
+    }
+
+    deinit { PQfinish(conn) }
+
+    /// The server process serving this connection.
+    public var backendPID: Int32 { PQbackendPID(conn) }
+
+    /// Runs SQL without parameters (several statements may be separated by `;`).
+    public func execute(_ sql: String) throws {
+        let result = PQexec(conn, sql)
+        defer { PQclear(result) }
+        try check(result, sql)
+    }
+
+    /// Runs `sql` (placeholders `$1`, `$2`, ...), prepared once on this connection, with
+    /// `parameters` as text (nil: NULL). Returns the rows, each a column list.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
+        let name = "s\(sql.hashValue & 0x7fff_ffff_ffff)"
+        if !prepared.contains(name) {
+            let result = PQprepare(conn, name, sql, Int32(parameters.count), nil)
+            defer { PQclear(result) }
+            try check(result, sql)
+            prepared.insert(name)
+        }
+        let result = try withCStrings(parameters) { values in
+            PQexecPrepared(conn, name, Int32(parameters.count), values, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        try check(result, sql)
+        var rows: [[String?]] = []
+        let count = PQntuples(result), columns = PQnfields(result)
+        rows.reserveCapacity(Int(count))
+        for row in 0..<count {
+            rows.append((0..<columns).map { column in
+                PQgetisnull(result, row, column) == 1 ? nil : Self.text(PQgetvalue(result, row, column))
+            })
+        }
+        return rows
+    }
+
+    /// Runs `body` in one transaction at `isolation`, committing when it returns and
+    /// rolling back when it throws. A transaction that PostgreSQL ended because another
+    /// conflicts with it (`PostgresError.mayRetry`) is run again, up to `attempts` times:
+    /// `body` must do nothing outside the database that a second run would repeat.
+    public func transaction<T>(_ isolation: String = "SERIALIZABLE", attempts: Int = 10,
+                               _ body: (PostgresConnection) throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            try execute("BEGIN ISOLATION LEVEL \(isolation)")
+            do {
+                let value = try body(self)
+                try execute("COMMIT")
+                return value
+            } catch let error as PostgresError where error.mayRetry && attempt < attempts {
+                try? execute("ROLLBACK")
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// Starts listening to `channel` (an SQL identifier: letters, digits, underscores).
+    public func listen(_ channel: String) throws {
+        guard channel.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+            throw PostgresError(sqlState: nil, message: "not a channel name: \(channel)", sql: nil)
+        }
+        try execute("LISTEN \(channel)")
+    }
+
+    /// Notifications that have arrived, waiting up to `timeout` seconds for the first
+    /// (0: only those already here). PostgreSQL delivers a notification when the
+    /// transaction that sent it commits, never before, and never one sent while this
+    /// connection was not listening (after a reconnection, the caller must assume it
+    /// missed some).
+    public func notifications(timeout: Double) throws -> [PostgresNotification] {
+        var found = drain()
+        let deadline = Date().addingTimeInterval(timeout)
+        while found.isEmpty {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { break }
+            let ready = shim_pq_wait_readable(conn, Int32(min(left * 1000, 1000).rounded(.up)))
+            if ready < 0 && errno != EINTR {
+                throw PostgresError(sqlState: nil, message: "waiting for notifications: \(String(cString: strerror(errno)))", sql: nil)
+            }
+            found = drain()
+        }
+        return found
+    }
+
+    /// Reads what the socket holds and returns the notifications libpq has parsed.
+    private func drain() -> [PostgresNotification] {
+        _ = PQconsumeInput(conn)
+        var found: [PostgresNotification] = []
+        while let notice = PQnotifies(conn) {
+            found.append(PostgresNotification(channel: String(cString: notice.pointee.relname),
+                                              payload: String(cString: notice.pointee.extra),
+                                              senderPID: notice.pointee.be_pid))
+            PQfreemem(notice)
+        }
+        return found
+    }
+
+    private func check(_ result: OpaquePointer?, _ sql: String) throws {
+        guard let result else {
+            throw PostgresError(sqlState: nil, message: Self.text(PQerrorMessage(conn)), sql: sql)
+        }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw PostgresError(sqlState: state, message: Self.text(PQresultErrorMessage(result)), sql: sql)
+        }
+    }
+
+    private static func text(_ pointer: UnsafePointer<CChar>?) -> String {
+        pointer.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+    }
+}
+
+/// Calls `body` with `strings` as C strings (nil stays a null pointer), alive for the call.
+private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) throws -> R) rethrows -> R {
+    let copies = strings.map { $0.map { strdup($0) } ?? nil }
+    defer { copies.forEach { free($0) } }
+    return try body(copies.map { $0.map { UnsafePointer($0) } })
+}
