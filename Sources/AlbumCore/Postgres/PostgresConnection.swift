@@ -37,7 +37,8 @@ public struct PostgresNotification: Sendable, Equatable {
 /// and run with text parameters; rows come back as text (`nil` for NULL).
 public final class PostgresConnection: @unchecked Sendable {
     private let conn: OpaquePointer
-    private var prepared: Set<String> = []
+    /// Statements prepared on this connection, by their SQL: the name each got.
+    private var prepared: [String: String] = [:]
 
     /// `conninfo`: a libpq connection string (`host=/run/dir dbname=albumfs`) or URI
     /// (`postgresql://host/db`).
@@ -69,12 +70,15 @@ public final class PostgresConnection: @unchecked Sendable {
     /// `parameters` as text (nil: NULL). Returns the rows, each a column list.
     @discardableResult
     public func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
-        let name = "s\(sql.hashValue & 0x7fff_ffff_ffff)"
-        if !prepared.contains(name) {
+        let name: String
+        if let known = prepared[sql] {
+            name = known
+        } else {
+            name = "s\(prepared.count + 1)"
             let result = PQprepare(conn, name, sql, Int32(parameters.count), nil)
             defer { PQclear(result) }
             try check(result, sql)
-            prepared.insert(name)
+            prepared[sql] = name
         }
         let result = try withCStrings(parameters) { values in
             PQexecPrepared(conn, name, Int32(parameters.count), values, nil, nil, 0)
