@@ -1,3 +1,4 @@
+import AlbumCore
 import Glibc
 
 /// File servers hold files open for as long as their clients do (smbd for an open SMB
@@ -9,10 +10,25 @@ enum FileServers {
     /// Executables of file servers (the basename of /proc/PID/exe).
     static let names: Set<String> = ["smbd", "ganesha.nfsd"]
 
+    /// Answers of the last seconds, by process: reading /proc/PID/exe cost as much as
+    /// registering the backing file (`perf` of 10,000 opens), and a reader opens many.
+    private static let recent = Locked([Int32: (server: Bool, until: Double)]())
+
     /// Whether process (or thread) `pid` is a file server. A kernel thread (nfsd) has no
     /// executable; pid 0 is unknown and counts as not one.
     static func isServer(_ pid: Int32) -> Bool {
         guard pid > 0 else { return false }
+        let now = monotonicSeconds()
+        if let known = recent.withLock({ $0[pid] }), known.until > now { return known.server }
+        let server = lookUp(pid)
+        recent.withLock { cache in
+            if cache.count >= 1024 { cache.removeAll(keepingCapacity: true) }
+            cache[pid] = (server, now + 10)
+        }
+        return server
+    }
+
+    private static func lookUp(_ pid: Int32) -> Bool {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
         if n < 0 {
@@ -21,5 +37,11 @@ enum FileServers {
         }
         let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return names.contains(String(path.split(separator: "/").last ?? ""))
+    }
+
+    private static func monotonicSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 }
