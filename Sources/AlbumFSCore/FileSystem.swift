@@ -26,6 +26,8 @@ public final class FileSystem: Sendable {
     let handles = HandleTable()
     /// The kernel inode each inode number stands for now (`KernelNodes`).
     let kernelNodes = KernelNodes()
+    /// Hashes whose bytes a close is placing now (`BlobsInFlight`).
+    let blobsInFlight = BlobsInFlight()
     let writers = WriterTable()
     /// The minute of a save: names a photo left, files that became photos moments ago.
     let saves = SaveWindow()

@@ -3,6 +3,7 @@
 // libpq, PostgreSQL's C client (Debian's libpq-dev): the metadata backend that several
 // hosts share (PRODUCT.md section 8).
 #include <libpq-fe.h>
+#include <errno.h>
 #include <poll.h>
 
 // Waits until the connection's socket has something to read, or `timeout_ms` passes
@@ -10,7 +11,7 @@
 // juggling). 1: readable, 0: timed out, -1: error (errno set).
 static inline int shim_pq_wait_readable(PGconn *conn, int timeout_ms) {
     struct pollfd pfd = { .fd = PQsocket(conn), .events = POLLIN, .revents = 0 };
-    if (pfd.fd < 0) return -1;
+    if (pfd.fd < 0) { errno = EBADF; return -1; }
     int rc = poll(&pfd, 1, timeout_ms);
     return rc > 0 ? 1 : rc;
 }

@@ -125,6 +125,25 @@ final class ReliabilityTests: MountTestCase {
         try sh("cmp \(q(gps))/DSCN0012.jpg Albums/A/DSCN0012.jpg")
     }
 
+    /// The same new bytes closed in two folders at the same moment (a sync tool copying
+    /// in parallel): one photo in both albums, readable in each, and nothing for check
+    /// to find. (The second close waits for the first to land, `BlobsInFlight`, rather
+    /// than taking its blob, not yet named by a row, for a crash's leftover.)
+    func testTheSameNewBytesClosedTwiceAtOnce() throws {
+        try start()
+        try sh("mkdir Albums/B")
+        for round in 0..<8 {
+            let photo = try variant("DSCN0012.jpg", "twice\(round)")
+            try sh("{ cp \(q(photo)) Albums/A/P\(round).jpg & cp \(q(photo)) Albums/B/P\(round).jpg & wait; }")
+            try sh("cmp \(q(photo)) Albums/A/P\(round).jpg && cmp \(q(photo)) Albums/B/P\(round).jpg")
+        }
+        let library = try library()
+        XCTAssertEqual(try library.stats().assets, 8, "one asset for each pair of copies")
+        mount.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
     /// A blob file that no row names (what a crash leaves when it comes after a close
     /// named the bytes by their hash and before they were synced: short, or empty) is
     /// never taken for the bytes of its name: the same photo copied in replaces it.

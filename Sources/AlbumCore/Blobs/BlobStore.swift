@@ -57,7 +57,8 @@ public struct BlobStore: Sendable {
     /// on the way to a durable close. The caller syncs both before any row names the
     /// blob, and takes the placement back (`undo`) if none will. Nil when a blob of that
     /// hash exists already. A crash before the sync may leave a blob file that no row
-    /// names and whose bytes are short: such a file is never trusted (see `isOrphan`).
+    /// names and whose bytes are short: such a file is never trusted
+    /// (`Library.placeBlob`).
     public func placeEarly(_ source: LibraryPath, sha256: String) throws -> (Placement, folders: [LibraryPath])? {
         let target = LibraryPath.blob(sha256)
         if exists(sha256) { return nil }

@@ -135,7 +135,7 @@ extension Library {
         case .notMedia(let why): return .refused(why)
         case .media(let m): metadata = m
         }
-        let placement = try blobs.place(staged.path, descriptor: staged.descriptor, sha256: staged.sha256)
+        let placement = try placeBlob(staged)
         do {
             let outcome = try write { tx -> ImportOutcome in
                 if let raced = try tx.assets(withSHA256: staged.sha256).first {
@@ -148,9 +148,24 @@ extension Library {
             blobs.seal(staged.sha256, descriptor: staged.descriptor)
             return outcome
         } catch {
-            blobs.undo(placement)
+            if let placement { blobs.undo(placement) }
             throw error
         }
+    }
+
+    /// Places `file` (bytes of its hash, in the library) as their blob, unless a blob file
+    /// that a row names holds them already (nil: nothing placed). A blob file that no row
+    /// names is what a crash leaves behind, maybe short (a close links its bytes before it
+    /// syncs them, `BlobStore.placeEarly`): never trusted, these bytes replace it (nil as
+    /// well: good bytes that no row names are an orphan for gc, never to be taken back).
+    public func placeBlob(_ file: HashedFile) throws -> BlobStore.Placement? {
+        guard blobs.exists(file.sha256) else {
+            return try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256)
+        }
+        if try read({ try $0.blobRecord(file.sha256) }) == nil {
+            _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
+        }
+        return nil
     }
 }
 

@@ -133,7 +133,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// connection was not listening (after a reconnection, the caller must assume it
     /// missed some).
     public func notifications(timeout: Double) throws -> [PostgresNotification] {
-        var found = drain()
+        var found = try drain()
         let deadline = Date().addingTimeInterval(timeout)
         while found.isEmpty {
             let left = deadline.timeIntervalSinceNow
@@ -142,14 +142,18 @@ public final class PostgresConnection: @unchecked Sendable {
             if ready < 0 && errno != EINTR {
                 throw PostgresError(sqlState: nil, message: "waiting for notifications: \(String(cString: strerror(errno)))", sql: nil)
             }
-            found = drain()
+            found = try drain()
         }
         return found
     }
 
-    /// Reads what the socket holds and returns the notifications libpq has parsed.
-    private func drain() -> [PostgresNotification] {
-        _ = PQconsumeInput(conn)
+    /// Reads what the socket holds and returns the notifications libpq has parsed. A lost
+    /// connection is an error (a listener that does not know it lost its connection
+    /// would wait for ever, having missed what was sent meanwhile).
+    private func drain() throws -> [PostgresNotification] {
+        guard PQconsumeInput(conn) == 1, PQstatus(conn) == CONNECTION_OK else {
+            throw PostgresError(sqlState: nil, message: "connection lost: \(Self.text(PQerrorMessage(conn)))", sql: nil)
+        }
         var found: [PostgresNotification] = []
         while let notice = PQnotifies(conn) {
             found.append(PostgresNotification(channel: String(cString: notice.pointee.relname),

@@ -70,7 +70,7 @@ final class HandleTable: Sendable {
         /// comes (or this time passes), readers open it cached, so that they cannot hold
         /// it in passthrough before the writer gets in.
         var reservedUntil: Double?
-        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && reservedUntil == nil }
+        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && !reserved(HandleTable.now()) }
         func reserved(_ now: Double) -> Bool { reservedUntil.map { now < $0 } ?? false }
     }
 
@@ -113,22 +113,24 @@ final class HandleTable: Sendable {
     /// Adds a read-only open of `candidate` (a blob, a thumbnail): in passthrough when it
     /// is on and the kernel inode has no cached opens, unless `mayStart` is false and no
     /// open holds it in passthrough yet (a file server's open: it holds files for as long
-    /// as its clients do). Nil, and nothing added, when the kernel inode holds another
-    /// file in passthrough than `candidate` (its photo got a new version while old
-    /// readers stay): the kernel would let this open read only that one.
+    /// as its clients do). When the kernel inode holds another file in passthrough than
+    /// `candidate` (its photo got a new version while old readers stay), the kernel lets
+    /// this open read only that one: it does with `shareOlder` (an open by a file handle,
+    /// which cannot be looked up again), else it is nil and nothing is added.
     func addReader(ino: UInt64, node: UInt64, state: OpenFile.State, candidate: FileDescriptor,
-                   mayStart: Bool) -> OpenFile? {
+                   mayStart: Bool, shareOlder: Bool = false) -> OpenFile? {
         let cached = OpenFile(ino: ino, node: node, state: state, mode: .cached)
         guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
-            table.withLock { s in s.nodes[node, default: NodeIO()].cachedHandles += 1 }
-            return cached
+            // Without passthrough (or a file that cannot be told apart): cached, which
+            // the kernel refuses while the kernel inode is in passthrough.
+            return addCached(ino: ino, node: node, state: state)
         }
         enum Plan { case cached, share(Int32), register, stale }
         let plan: Plan = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
             defer { s.nodes[node] = io.isEmpty ? nil : io }
             if var current = io.passthrough {
-                guard current.file == key else { return .stale }
+                guard current.file == key || shareOlder else { return .stale }
                 current.handles += 1
                 io.passthrough = current
                 return .share(current.backingID)
@@ -159,7 +161,7 @@ final class HandleTable: Sendable {
                 var io = s.nodes[node] ?? NodeIO()
                 defer { s.nodes[node] = io.isEmpty ? nil : io }
                 if var current = io.passthrough {
-                    guard current.file == key else { return (nil, id) }
+                    guard current.file == key || shareOlder else { return (nil, id) }
                     current.handles += 1
                     io.passthrough = current
                     return (.passthrough(backingID: current.backingID), id)
@@ -200,7 +202,7 @@ final class HandleTable: Sendable {
         table.withLock { s in s.nodes[node, default: NodeIO()].reservedUntil = until }
     }
 
-    private static func now() -> Double {
+    static func now() -> Double {
         var t = timespec()
         clock_gettime(CLOCK_MONOTONIC, &t)
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
@@ -298,8 +300,12 @@ extension FileSystem {
     func openedForReading(ino: UInt64, node: UInt64? = nil, _ file: FileDescriptor, keepCache: Bool,
                           name: @autoclosure () -> String, pid: Int32) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
+        // A file server opens by handle (open_by_handle_at), which the kernel does not look
+        // up again after ESTALE: on a kernel inode the photo has left, it reads the
+        // version the readers there hold, the one its size says.
+        let server = FileServers.isServer(pid)
         guard let open = handles.addReader(ino: ino, node: node, state: .readOnly(file), candidate: file,
-                                           mayStart: !FileServers.isServer(pid)) else {
+                                           mayStart: !server, shareOlder: server && node != kernelNodes.node(of: ino)) else {
             throw openElsewhere(ino, from: node, name())
         }
         return Opened(handle: handles.handle(for: open), keepCache: keepCache, readOnly: true, mode: open.mode)
@@ -313,8 +319,10 @@ extension FileSystem {
     /// `reserve`: the open is one that cannot be in passthrough (a writer): readers that
     /// reach the new kernel inode before it read cached there, so that it gets in.
     func openElsewhere(_ ino: UInt64, from node: UInt64, _ name: String, reserve: Bool = false) -> FSError {
-        kernelNodes.advance(ino, from: node, inUse: handles.inUse)
-        if reserve { handles.reserveForWriter(kernelNodes.node(of: ino)) }
+        // Reserved before any lookup can hand the new node id out (inside `advance`).
+        kernelNodes.advance(ino, from: node, inUse: handles.inUse) { new in
+            if reserve { handles.reserveForWriter(new) }
+        }
         if let item = try? existing(ino) {
             switch item {
             case .asset(let asset), .thumbnail(let asset): afterChange(asset: asset, views: asset)

@@ -39,7 +39,8 @@ final class KernelNodes: Sendable {
     /// Moves `ino` to a new node id, unless it already has moved past `node` (two opens
     /// that found the same conflict move it once): the next generation that no open file
     /// holds (`inUse`), so that the new kernel inode is a fresh one.
-    func advance(_ ino: UInt64, from node: UInt64, inUse: (UInt64) -> Bool) {
+    /// `then`: called with the new node id before anyone else can be given it.
+    func advance(_ ino: UInt64, from node: UInt64, inUse: (UInt64) -> Bool, then: (UInt64) -> Void = { _ in }) {
         generations.withLock { g in
             var generation = g[ino] ?? 0
             guard ino | generation << Self.shift == node else { return }
@@ -48,6 +49,7 @@ final class KernelNodes: Sendable {
                 if !inUse(ino | generation << Self.shift) { break }
             }
             g[ino] = generation
+            then(ino | generation << Self.shift)
         }
     }
 }
@@ -68,5 +70,14 @@ extension FileSystem {
         guard handles.inPassthrough(node) else { return }
         kernelNodes.advance(ino, from: node, inUse: handles.inUse)
         invalidate([.node(node)])
+    }
+
+    /// The last passthrough reader of a kernel inode that its photo has left is gone: the
+    /// kernel forgets the attributes it reported (the old version's size), so that a
+    /// client still holding that node id (an NFS handle) sees the photo as it is now.
+    func forgetLeftKernelInode(_ file: OpenFile) {
+        guard case .passthrough = file.mode, file.node != kernelNodes.node(of: file.ino),
+              !handles.inPassthrough(file.node) else { return }
+        invalidate([.node(file.node)])
     }
 }

@@ -92,26 +92,19 @@ extension FileSystem {
     /// `placed`: the bytes were placed as their blob already (`BlobStore.placeEarly`,
     /// synced by the caller); this landing owns that placement from here, and takes it
     /// back if its transaction fails.
+    /// `inFlight`: the caller marked these bytes as being placed (`BlobsInFlight`).
     func land(_ bytes: PhotoBytes, as name: String, in folder: Item, destiny: Destiny, fileID: Int64,
-              explicitMtimeNs: Int64?, mode: UInt32?, placed: BlobStore.Placement? = nil,
+              explicitMtimeNs: Int64?, mode: UInt32?, placed: BlobStore.Placement? = nil, inFlight: Bool = false,
               clear: (Transaction) throws -> Void) throws -> Landed {
         var placement = placed
         if placed == nil, let file = bytes.file {
-            if library.blobs.exists(bytes.sha256) {
-                if try library.read({ try $0.blobRecord(bytes.sha256) }) == nil {
-                    // A blob file that no row names was left by a crash, maybe before its
-                    // bytes were synced (an early placement): never trusted, these bytes
-                    // replace it.
-                    _ = try explained("cannot store \(name)") {
-                        try library.blobs.place(file.path, descriptor: file.descriptor, sha256: bytes.sha256, replaceDamaged: true)
-                    }
-                } else {
-                    try library.healIfDamaged(file)
-                }
+            // A close placing these same bytes now has linked them without a row yet:
+            // wait until it has landed or taken them back, then look.
+            if !inFlight { blobsInFlight.waitWhilePlaced(bytes.sha256) }
+            if library.blobs.exists(bytes.sha256), try library.read({ try $0.blobRecord(bytes.sha256) }) != nil {
+                try library.healIfDamaged(file)
             } else {
-                placement = try explained("cannot store \(name)") {
-                    try library.blobs.place(file.path, descriptor: file.descriptor, sha256: bytes.sha256)
-                }
+                placement = try explained("cannot store \(name)") { try library.placeBlob(file) }
             }
         }
         let landed: Landed

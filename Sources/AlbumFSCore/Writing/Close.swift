@@ -43,7 +43,9 @@ extension FileSystem {
     }
 
     public func release(handle: UInt64) {
-        guard let file = handles.remove(handle), case .writer(let writer) = file.state else { return }
+        guard let file = handles.remove(handle) else { return }
+        forgetLeftKernelInode(file)
+        guard case .writer(let writer) = file.state else { return }
         guard writer.released() <= 0 else { return }
         // Bytes no close saw (written through mmap, or a close that failed): one more try.
         if writer.isDirty {
@@ -131,6 +133,9 @@ extension FileSystem {
             discard(path)
             return .committed(asset: id)
         }
+        // Until these bytes have landed (or been taken back), no other close places them.
+        blobsInFlight.begin(hashed.sha256)
+        defer { blobsInFlight.end(hashed.sha256) }
         var early = try placeEarly(hashed, name: photo.name)
         defer { if let placement = early?.0 { library.blobs.undo(placement) } }
         let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
@@ -147,7 +152,7 @@ extension FileSystem {
         let placed = early?.0
         early = nil  // the landing's from here
         let landed = try land(bytes, as: photo.name, in: folder, destiny: .version(of: photo, vacated: nil), fileID: id,
-                              explicitMtimeNs: work.explicitMtimeNs, mode: nil, placed: placed) { _ in }
+                              explicitMtimeNs: work.explicitMtimeNs, mode: nil, placed: placed, inFlight: true) { _ in }
         clock.mark("stored")
         discard(path)
         afterLanding(landed, folder: folder, entries: [])
@@ -178,6 +183,9 @@ extension FileSystem {
             try HashedFile.hashing(.plainFile(id), descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
         }
         clock.mark("hash")
+        // Until these bytes have landed (or been taken back), no other close places them.
+        blobsInFlight.begin(hashed.sha256)
+        defer { blobsInFlight.end(hashed.sha256) }
         var early = try placeEarly(hashed, name: file.name)
         defer { if let placement = early?.0 { library.blobs.undo(placement) } }
         let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
@@ -204,7 +212,7 @@ extension FileSystem {
         let placed = early?.0
         early = nil  // the landing's from here
         let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
-                              explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode, placed: placed) { tx in
+                              explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode, placed: placed, inFlight: true) { tx in
             try tx.deletePlainFile(id, becomingPhoto: true)
         }
         clock.mark("stored")
