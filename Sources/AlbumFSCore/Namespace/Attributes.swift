@@ -67,8 +67,10 @@ extension FileSystem {
     /// to a new kernel inode (`KernelNodes`): a reader that maps it maps those bytes and
     /// no more (a mapping past the end of its file faults).
     public func kernelView(_ a: Attributes, node: UInt64? = nil) -> (node: UInt64, attributes: Attributes) {
+        // Folders have no generations and are never in passthrough: no lock for them.
+        guard a.kind == .file else { return (node ?? a.ino, a) }
         let node = node ?? kernelNodes.node(of: a.ino)
-        guard a.kind == .file, let size = handles.passthroughSize(node), size != a.size else { return (node, a) }
+        guard let size = handles.passthroughSize(node), size != a.size else { return (node, a) }
         var held = a
         held.size = size
         held.blocks = Attributes.blocks(forSize: size)

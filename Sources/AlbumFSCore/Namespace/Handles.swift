@@ -70,7 +70,7 @@ final class HandleTable: Sendable {
         /// comes (or this time passes), readers open it cached, so that they cannot hold
         /// it in passthrough before the writer gets in.
         var reservedUntil: Double?
-        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && !reserved(HandleTable.now()) }
+        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && !reserved(monotonicSeconds()) }
         func reserved(_ now: Double) -> Bool { reservedUntil.map { now < $0 } ?? false }
     }
 
@@ -135,7 +135,7 @@ final class HandleTable: Sendable {
                 io.passthrough = current
                 return .share(current.backingID)
             }
-            if io.cachedHandles > 0 || !mayStart || io.reserved(Self.now()) {
+            if io.cachedHandles > 0 || !mayStart || io.reserved(monotonicSeconds()) {
                 io.cachedHandles += 1
                 return .cached
             }
@@ -166,7 +166,7 @@ final class HandleTable: Sendable {
                     io.passthrough = current
                     return (.passthrough(backingID: current.backingID), id)
                 }
-                guard let id, io.cachedHandles == 0, !io.reserved(Self.now()) else {
+                guard let id, io.cachedHandles == 0, !io.reserved(monotonicSeconds()) else {
                     io.cachedHandles += 1
                     return (.cached, id)
                 }
@@ -198,15 +198,10 @@ final class HandleTable: Sendable {
     func inUse(_ node: UInt64) -> Bool { table.withLock { $0.nodes[node] != nil } }
 
     func reserveForWriter(_ node: UInt64) {
-        let until = Self.now() + 2
+        let until = monotonicSeconds() + 2
         table.withLock { s in s.nodes[node, default: NodeIO()].reservedUntil = until }
     }
 
-    static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-    }
 
     /// The handle number of an open file just added.
     func handle(for file: OpenFile) -> UInt64 {

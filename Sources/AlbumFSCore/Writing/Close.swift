@@ -101,18 +101,33 @@ extension FileSystem {
 
     // MARK: committing
 
-    /// Bytes that may become a photo's are named by their hash before the decoder reads
-    /// them, so that the file and its folder are synced side by side while it does
-    /// (`BlobStore.placeEarly`, `SyncAhead`). Nil when the library has those bytes.
-    private func placeEarly(_ hashed: HashedFile, name: String) throws -> (BlobStore.Placement, folders: [LibraryPath])? {
-        try explained("cannot store \(name)") { try library.blobs.placeEarly(hashed.path, sha256: hashed.sha256) }
-    }
-
     /// What a close commits: the bytes of `work` become what they are.
     private func commit(_ work: Writer.Commit, of writer: Writer) throws -> Writer.Outcome {
         switch work.target {
         case .plain(let id): return try commitPlainFile(id, work, writer)
         case .asset(let id): return try commitVersion(of: id, work)
+        }
+    }
+
+    /// What every close that may import does between hashing the bytes and landing them:
+    /// they are marked as being placed (`BlobsInFlight`: no other close places the same
+    /// bytes meanwhile), named by their hash at once unless the library has them
+    /// (`BlobStore.placeEarly`), and synced with that name's folder on another thread
+    /// while the decoder reads what they are (`SyncAhead`). `then` gets the verdict, and
+    /// `takePlacement`, which hands the early placement to the landing; a placement not
+    /// taken is taken back when `then` returns or throws.
+    private func classifyWhileSyncing<T>(_ hashed: HashedFile, _ fd: FileDescriptor, name: String, as classifiedName: String,
+                                         _ then: (Classification, _ takePlacement: () -> BlobStore.Placement?) throws -> T) throws -> T {
+        blobsInFlight.begin(hashed.sha256)
+        defer { blobsInFlight.end(hashed.sha256) }
+        var early = try explained("cannot store \(name)") { try library.blobs.placeEarly(hashed.path, sha256: hashed.sha256) }
+        defer { if let placement = early?.0 { library.blobs.undo(placement) } }
+        let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
+        let kind = library.classify(hashed, name: classifiedName, reader: decoder)
+        try syncing.finish()
+        return try then(kind) {
+            defer { early = nil }
+            return early?.0
         }
     }
 
@@ -133,30 +148,22 @@ extension FileSystem {
             discard(path)
             return .committed(asset: id)
         }
-        // Until these bytes have landed (or been taken back), no other close places them.
-        blobsInFlight.begin(hashed.sha256)
-        defer { blobsInFlight.end(hashed.sha256) }
-        var early = try placeEarly(hashed, name: photo.name)
-        defer { if let placement = early?.0 { library.blobs.undo(placement) } }
-        let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
-        let kind = library.classify(hashed, name: photo.originalName, reader: decoder)
-        try syncing.finish()
-        let metadata: MediaMetadata
-        switch kind {
-        case .notMedia(let why): return .refused("refused the new bytes of \(photo.name): \(why); the photo is unchanged")
-        case .media(let m): metadata = m
+        return try classifyWhileSyncing(hashed, fd, name: photo.name, as: photo.originalName) { kind, takePlacement in
+            let metadata: MediaMetadata
+            switch kind {
+            case .notMedia(let why): return .refused("refused the new bytes of \(photo.name): \(why); the photo is unchanged")
+            case .media(let m): metadata = m
+            }
+            clock.mark("metadata")
+            let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
+            let folder = Item.allPhotos
+            let landed = try land(bytes, as: photo.name, in: folder, destiny: .version(of: photo, vacated: nil), fileID: id,
+                                  explicitMtimeNs: work.explicitMtimeNs, mode: nil, placed: takePlacement(), inFlight: true) { _ in }
+            clock.mark("stored")
+            discard(path)
+            afterLanding(landed, folder: folder, entries: [])
+            return .committed(asset: id)
         }
-        clock.mark("metadata")
-        let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
-        let folder = Item.allPhotos
-        let placed = early?.0
-        early = nil  // the landing's from here
-        let landed = try land(bytes, as: photo.name, in: folder, destiny: .version(of: photo, vacated: nil), fileID: id,
-                              explicitMtimeNs: work.explicitMtimeNs, mode: nil, placed: placed, inFlight: true) { _ in }
-        clock.mark("stored")
-        discard(path)
-        afterLanding(landed, folder: folder, entries: [])
-        return .committed(asset: id)
     }
 
     /// A plain file's bytes at a close: a photo when they are one under a visible name in
@@ -183,44 +190,37 @@ extension FileSystem {
             try HashedFile.hashing(.plainFile(id), descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
         }
         clock.mark("hash")
-        // Until these bytes have landed (or been taken back), no other close places them.
-        blobsInFlight.begin(hashed.sha256)
-        defer { blobsInFlight.end(hashed.sha256) }
-        var early = try placeEarly(hashed, name: file.name)
-        defer { if let placement = early?.0 { library.blobs.undo(placement) } }
-        let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
-        let kind = library.classify(hashed, name: file.name, reader: decoder)
-        try syncing.finish()
-        let metadata: MediaMetadata
-        switch kind {
-        case .notMedia(let why):
-            if hashed.size > 0 { logKeptPlain(file, why) }
-            try finishIfUnfinished(writer)
-            return .keptPlain
-        case .media(let m):
-            metadata = m
+        return try classifyWhileSyncing(hashed, fd, name: file.name, as: file.name) { kind, takePlacement in
+            let metadata: MediaMetadata
+            switch kind {
+            case .notMedia(let why):
+                if hashed.size > 0 { logKeptPlain(file, why) }
+                try finishIfUnfinished(writer)
+                return .keptPlain
+            case .media(let m):
+                metadata = m
+            }
+            clock.mark("metadata")
+            let fate = try destiny(of: hashed.sha256, name: file.name, folder: folder, over: nil)
+            if case .stayPlain(let refusal) = fate {
+                if !refusal.quiet { logKeptPlain(file, refusal.reason) }
+                try finishIfUnfinished(writer)
+                return .keptPlain
+            }
+            let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
+            let mode = file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777
+            let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
+                                  explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode,
+                                  placed: takePlacement(), inFlight: true) { tx in
+                try tx.deletePlainFile(id, becomingPhoto: true)
+            }
+            clock.mark("stored")
+            discard(.plainFile(id))
+            writer.withLock { writer.unfinished = false }
+            // A new asset keeps the file's number: its name's entry stays right.
+            afterLanding(landed, folder: folder, entries: landed.isNew ? [] : [(folder.ino, file.name)])
+            return .committed(asset: landed.asset.id)
         }
-        clock.mark("metadata")
-        let fate = try destiny(of: hashed.sha256, name: file.name, folder: folder, over: nil)
-        if case .stayPlain(let refusal) = fate {
-            if !refusal.quiet { logKeptPlain(file, refusal.reason) }
-            try finishIfUnfinished(writer)
-            return .keptPlain
-        }
-        let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
-        let mode = file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777
-        let placed = early?.0
-        early = nil  // the landing's from here
-        let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
-                              explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode, placed: placed, inFlight: true) { tx in
-            try tx.deletePlainFile(id, becomingPhoto: true)
-        }
-        clock.mark("stored")
-        discard(.plainFile(id))
-        writer.withLock { writer.unfinished = false }
-        // A new asset keeps the file's number: its name's entry stays right.
-        afterLanding(landed, folder: folder, entries: landed.isNew ? [] : [(folder.ino, file.name)])
-        return .committed(asset: landed.asset.id)
     }
 
     /// copy_file_range of a whole photo into a new file, closed: the photo where the file
