@@ -39,6 +39,9 @@ struct CommandError: Error {
         if let error = error as? SQLiteError {
             return CommandError(message: "database error: \(error.description)", code: Exit.ioError)
         }
+        if let error = error as? PostgresError {
+            return CommandError(message: "database error: \(error.description)", code: Exit.ioError)
+        }
         return CommandError(message: "\(error)", code: Exit.software)
     }
 }

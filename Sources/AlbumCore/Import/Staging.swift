@@ -75,8 +75,10 @@ public struct Staging: Sendable {
     @discardableResult
     public func clean() -> Int {
         var removed = 0
-        for name in (try? files.names(in: .staging)) ?? [] {
-            if (try? files.remove(.staging(name))) == true { removed += 1 }
+        for name in (try? files.names(in: files.staging)) ?? [] {
+            // Only files: other hosts' folders, in a library several hosts serve, are
+            // theirs (unlinkat refuses a folder).
+            if (try? files.remove(files.staging.appending(name))) == true { removed += 1 }
         }
         return removed
     }

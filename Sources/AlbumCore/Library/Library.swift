@@ -3,34 +3,52 @@ import Glibc
 
 /// An open library: its files, database connections and lock. One per process.
 ///
-/// Writes go through one writer connection, serialized by a lock, each in a
-/// `BEGIN IMMEDIATE` transaction that the caller owns (`write`): one filesystem operation
-/// is one transaction, all or nothing. Reads take a connection of their own from a pool,
-/// so that readers on many threads never wait for each other (WAL mode).
+/// Writes go through one writer connection, serialized by a lock, each in a write
+/// transaction that the caller owns (`write`): one filesystem operation is one
+/// transaction, all or nothing. Reads take a connection of their own from a pool, so
+/// that readers on many threads never wait for each other.
+///
+/// The metadata lives in SQLite (`library.db`, one host, the library locked
+/// exclusively) or in PostgreSQL (`database.conf` names the database; several hosts,
+/// each with its own lock and staging folder; docs/scale.md).
 public final class Library: Sendable {
     /// The library folder, absolute.
     public let root: String
     public let files: LibraryFiles
     public let blobs: BlobStore
-    let writer: Locked<WriterConnection>
+    /// Where the metadata lives.
+    public let backend: Backend
+    /// This host's name in a library that several hosts serve (PostgreSQL); "local" for
+    /// SQLite.
+    public let host: String
+    let writer: Locked<any Database>
     let readers: ConnectionPool
     private let lock: LibraryLock?
+
+    public enum Backend: Sendable, Equatable {
+        case sqlite
+        /// A libpq connection string or URI.
+        case postgres(String)
+    }
 
     /// How an open library is locked against other processes.
     public enum Access: Sendable {
         /// Shared use: commands that only read (info, stats, albums, check).
         case reader
         /// Sole use: a mount, or a command that writes (import, gc, check --repair).
+        /// With PostgreSQL, sole use of this host's part (its lock and staging folder).
         case exclusive
     }
 
     /// Creates a new library at `path`: the directory (0700), its subdirectories and the
-    /// database. The directory may exist if it is empty.
+    /// database (`database`: a PostgreSQL connection string or URI, whose database must
+    /// be empty; nil for SQLite). The directory may exist if it is empty.
     @discardableResult
-    public static func create(at path: String) throws -> Library {
+    public static func create(at path: String, database: String? = nil) throws -> Library {
         let root = Library.normalized(path)
         if let st = try SystemCalls.status(root) {
-            if try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil {
+            if try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil
+                || SystemCalls.status(root + "/" + LibraryPath.databaseSettings.relative) != nil {
                 throw LibraryError.alreadyALibrary(root)
             }
             guard st.isDirectory else { throw LibraryError.io("\(root) exists and is not a directory", errno: ENOTDIR) }
@@ -43,20 +61,58 @@ public final class Library: Sendable {
         }
         let files = try LibraryFiles(root: root)
         for folder in LibraryPath.folders { try files.makeFolder(folder) }
-        // Create the database file ourselves so that it is private from the start;
-        // SQLite gives its -wal and -shm files the same mode.
-        _ = try files.open(.database, flags: O_CREAT | O_EXCL | O_WRONLY, mode: 0o600)
+        if let database {
+            try PostgresSchema.create(try PostgresDatabase(database))
+            // Private: the settings may hold a password.
+            let settings = try files.open(.databaseSettings, flags: O_CREAT | O_EXCL | O_WRONLY, mode: 0o600)
+            try Array((database + "\n").utf8).withUnsafeBytes { _ = try settings.write($0, at: 0) }
+            try settings.sync()
+        } else {
+            // Create the database file ourselves so that it is private from the start;
+            // SQLite gives its -wal and -shm files the same mode.
+            _ = try files.open(.database, flags: O_CREAT | O_EXCL | O_WRONLY, mode: 0o600)
+        }
         return try Library(root: root, access: .exclusive)
     }
 
-    /// Opens an existing library. An exclusive open takes the library's lock, or uses
-    /// `lock` when the caller took it already (the mount takes it before it forks).
-    public static func open(at path: String, access: Access, lock: LibraryLock? = nil) throws -> Library {
+    /// Opens an existing library. An exclusive open takes the library's lock (this
+    /// host's, with PostgreSQL), or uses `lock` when the caller took it already (the
+    /// mount takes it before it forks). `host`: this host's name (default: the
+    /// environment's `ALBUMFS_HOST`, else the machine's name).
+    public static func open(at path: String, access: Access, lock: LibraryLock? = nil, host: String? = nil) throws -> Library {
         let root = Library.normalized(path)
-        guard try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil else {
-            throw LibraryError.notALibrary(root)
+        guard try Library.backend(ofLibrary: root) != nil else { throw LibraryError.notALibrary(root) }
+        return try Library(root: root, access: access, lock: lock, host: host)
+    }
+
+    /// Where a library's metadata lives, or nil when `root` is not a library.
+    public static func backend(ofLibrary root: String) throws -> Backend? {
+        let root = Library.normalized(root)
+        if try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil { return .sqlite }
+        let settings = root + "/" + LibraryPath.databaseSettings.relative
+        guard try SystemCalls.status(settings) != nil else { return nil }
+        guard let text = try? String(contentsOfFile: settings, encoding: .utf8) else {
+            throw LibraryError.io("cannot read \(settings)", errno: EACCES)
         }
-        return try Library(root: root, access: access, lock: lock)
+        let conninfo = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !conninfo.isEmpty else { throw LibraryError.corrupt("\(settings) is empty: it should name the library's PostgreSQL database") }
+        return .postgres(conninfo)
+    }
+
+    /// This host's name: `ALBUMFS_HOST`, else the machine's name; letters, digits, `.`,
+    /// `-` and `_` only, since it names a folder.
+    public static func hostName(_ given: String? = nil) throws -> String {
+        var name = given ?? ProcessInfo.processInfo.environment["ALBUMFS_HOST"] ?? ""
+        if name.isEmpty {
+            var buffer = [CChar](repeating: 0, count: 256)
+            gethostname(&buffer, buffer.count - 1)
+            name = String(cString: buffer)
+        }
+        guard !name.isEmpty, name != ".", name != "..", name.count <= 64,
+              name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            throw LibraryError.invalidName("host name \"\(name)\": use letters, digits, '.', '-' and '_'", errno: EINVAL)
+        }
+        return name
     }
 
     /// Where a library file is, for a process that has not opened the library (the
@@ -71,36 +127,73 @@ public final class Library: Sendable {
         return path
     }
 
-    private init(root: String, access: Access, lock givenLock: LibraryLock? = nil) throws {
+    private init(root: String, access: Access, lock givenLock: LibraryLock? = nil, host givenHost: String? = nil) throws {
         self.root = root
-        lock = access == .exclusive ? try (givenLock ?? LibraryLock(path: root)) : nil
-        files = try LibraryFiles(root: root)
+        guard let backend = try Library.backend(ofLibrary: root) else { throw LibraryError.notALibrary(root) }
+        self.backend = backend
+        host = backend == .sqlite ? "local" : try Library.hostName(givenHost)
+        lock = access == .exclusive ? try (givenLock ?? LibraryLock(path: root, host: givenHost)) : nil
+        let staging = backend == .sqlite ? LibraryPath.staging : LibraryPath.hostStaging(host)
+        files = try LibraryFiles(root: root, staging: staging)
         blobs = BlobStore(files: files)
         if access == .exclusive {
             // Folders a newer layout added or renamed, so that old libraries work.
             if files.exists(.oldScratch) && !files.exists(.plainFiles) {
                 try files.rename(.oldScratch, to: .plainFiles, replace: false)
             }
-            for folder in LibraryPath.folders { try files.makeFolder(folder) }
+            for folder in LibraryPath.folders + [staging] { try files.makeFolder(folder) }
         }
-        let connection = try Connection(path: files.absolute(.database))
-        try connection.execute("PRAGMA journal_mode = WAL")
-        // FULL: a commit is on disk when it returns (close() == 0 means durable).
-        try connection.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
-        try Library.tune(connection)
-        try Schema.migrate(connection)
-        writer = Locked(WriterConnection(connection))
-        readers = ConnectionPool(path: files.absolute(.database))
+        switch backend {
+        case .sqlite:
+            let connection = try SQLiteConnection(path: files.absolute(.database))
+            try connection.execute("PRAGMA journal_mode = WAL")
+            try connection.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+            try Library.tune(connection)
+            try Schema.migrate(connection)
+            writer = Locked(connection)
+            let path = files.absolute(.database)
+            readers = ConnectionPool {
+                let connection = try SQLiteConnection(path: path)
+                try connection.execute("PRAGMA query_only = 1")
+                try Library.tune(connection)
+                return connection
+            }
+        case .postgres(let conninfo):
+            let connection = try PostgresDatabase(conninfo)
+            try PostgresSchema.check(connection)
+            writer = Locked(connection)
+            readers = ConnectionPool {
+                let connection = try PostgresDatabase(conninfo)
+                try connection.execute("SET default_transaction_read_only = on")
+                return connection
+            }
+        }
         if access == .exclusive {
-            // Whatever a crashed process left in staging/ was never imported: a file is
-            // part of the library only once its rows are committed.
+            // Whatever a crashed process left in (this host's) staging/ was never
+            // imported: a file is part of the library only once its rows are committed.
             Staging(files: files).clean()
             try recoverPlainFiles()
         }
     }
 
-    static func tune(_ connection: Connection) throws {
+    static func tune(_ connection: SQLiteConnection) throws {
         try connection.execute("PRAGMA mmap_size = 268435456; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY")
+    }
+
+    /// What marks this host's plain files that are being written (`unfinished`): 1 with
+    /// SQLite; with PostgreSQL a number of the host's name, so that a host that starts
+    /// discards only its own (`recoverPlainFiles`).
+    var unfinishedMark: Int64 {
+        guard backend != .sqlite else { return 1 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 63 bits, never 0 or 1
+        for byte in host.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int64(hash >> 1) | 2
+    }
+
+    /// The PostgreSQL server process of the writer connection: notifications it sent
+    /// are this daemon's own changes.
+    public var writerBackendPID: Int32? {
+        writer.withLock { ($0 as? PostgresDatabase)?.backendPID }
     }
 
     /// How much a commit waits for the disk.
@@ -117,9 +210,8 @@ public final class Library: Sendable {
     /// Runs `body` in a write transaction: every change it makes is committed together,
     /// or none is (a thrown error rolls back).
     public func write<T>(_ durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
-        try writer.withLock { w in
-            try w.setDurability(durability)
-            return try w.connection.transaction { try body(Transaction(db: w.connection, library: self)) }
+        try writer.withLock { db in
+            try db.transaction(.write(durable: durability == .durable)) { try body(Transaction(db: db, library: self)) }
         }
     }
 
@@ -127,7 +219,7 @@ public final class Library: Sendable {
     /// snapshot of the library.
     public func read<T>(snapshot: Bool = false, _ body: (Records) throws -> T) throws -> T {
         try readers.withConnection { db in
-            if snapshot { return try db.transaction(immediate: false) { try body(Records(db: db, library: self)) } }
+            if snapshot { return try db.transaction(.snapshot) { try body(Records(db: db, library: self)) } }
             return try body(Records(db: db, library: self))
         }
     }
@@ -142,7 +234,9 @@ public final class Library: Sendable {
         for file in unfinished {
             Log.warning("discarded \(file.name): it was being written when albumfs stopped, and never closed")
         }
-        try removeUnnamedPlainBytes()
+        // With several hosts, bytes in plain/ without a row may be another host's file
+        // being created right now: only gc removes them there (after a grace period).
+        if backend == .sqlite { try removeUnnamedPlainBytes() }
         for file in unfinished { try files.remove(.plainFile(file.id)) }
     }
 
@@ -160,52 +254,38 @@ public final class Library: Sendable {
     }
 }
 
-/// The writer connection and the durability its next commit has.
-final class WriterConnection {
-    let connection: Connection
-    private var durability: Library.Durability = .durable
-
-    init(_ connection: Connection) { self.connection = connection }
-
-    func setDurability(_ wanted: Library.Durability) throws {
-        guard wanted != durability else { return }
-        try connection.execute(wanted == .durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
-        durability = wanted
-    }
-}
-
 /// Reader connections, one per concurrent reader, reused.
 final class ConnectionPool: @unchecked Sendable {
-    private let path: String
-    private let idle = Locked<[Connection]>([])
+    private let open: () throws -> any Database
+    private let idle = Locked<[any Database]>([])
 
-    init(path: String) { self.path = path }
+    init(open: @escaping () throws -> any Database) { self.open = open }
 
-    func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+    func withConnection<T>(_ body: (any Database) throws -> T) throws -> T {
         let connection = try idle.withLock { $0.popLast() } ?? open()
         defer { idle.withLock { $0.append(connection) } }
         return try body(connection)
     }
-
-    private func open() throws -> Connection {
-        let connection = try Connection(path: path)
-        try connection.execute("PRAGMA query_only = 1")
-        try Library.tune(connection)
-        return connection
-    }
 }
 
-/// An advisory lock (flock) on the library directory, held for the life of a mount or
-/// a writing command, so that two processes never write one library at once.
+/// An advisory lock (flock), held for the life of a mount or a writing command, so that
+/// two processes never write one library at once: on the library directory (SQLite), or
+/// on this host's lock file (`hosts/HOST.lock`, PostgreSQL: each host has its own).
 public final class LibraryLock: Sendable {
     private let descriptor: FileDescriptor
 
-    public init(path: String) throws {
+    public init(path: String, host: String? = nil) throws {
         let root = Library.normalized(path)
-        guard try SystemCalls.status(root + "/" + LibraryPath.database.relative) != nil else {
+        switch try Library.backend(ofLibrary: root) {
+        case nil:
             throw LibraryError.notALibrary(root)
+        case .sqlite:
+            descriptor = try SystemCalls.open(root, flags: O_RDONLY | O_DIRECTORY)
+        case .postgres:
+            let files = try LibraryFiles(root: root)
+            try files.makeFolder(.hosts)
+            descriptor = try files.open(.hostLock(try Library.hostName(host)), flags: O_RDWR | O_CREAT, mode: 0o600)
         }
-        descriptor = try SystemCalls.open(root, flags: O_RDONLY | O_DIRECTORY)
         while flock(descriptor.raw, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }

@@ -12,6 +12,14 @@ public struct LibraryPath: Hashable, Sendable, CustomStringConvertible {
     public var description: String { relative }
 
     public static let database = LibraryPath("library.db")
+    /// A library whose metadata is in PostgreSQL has this instead of `library.db`: the
+    /// libpq connection string or URI of its database, on one line.
+    public static let databaseSettings = LibraryPath("database.conf")
+    /// Per-host lock files of a library several hosts serve.
+    static let hosts = LibraryPath("hosts")
+    static func hostLock(_ host: String) -> LibraryPath { LibraryPath("hosts/\(host).lock") }
+    /// A host's own staging folder, when several hosts serve the library.
+    static func hostStaging(_ host: String) -> LibraryPath { LibraryPath("staging/\(host)") }
     public static let originals = LibraryPath("originals")
     public static let thumbnails = LibraryPath("thumbnails")
     public static let staging = LibraryPath("staging")
@@ -30,8 +38,6 @@ public struct LibraryPath: Hashable, Sendable, CustomStringConvertible {
     /// The bytes of plain file `id`.
     public static func plainFile(_ id: Int64) -> LibraryPath { LibraryPath("plain/\(id)") }
 
-    /// A file being written or imported.
-    public static func staging(_ name: String) -> LibraryPath { LibraryPath("staging/\(name)") }
 
     /// A cached thumbnail, keyed by content: `thumbnails/<size>/ab/<sha256>.<ext>`
     /// (`jpg` for the image, `failed` for a decoder's reason why there is none).
@@ -71,9 +77,13 @@ public final class LibraryFiles: Sendable {
     /// The library folder's absolute path (for messages; never opened by path again).
     public let root: String
     private let rootFD: FileDescriptor
+    /// Where this process stages files being written or imported: `staging/`, or its
+    /// host's folder in it when several hosts serve the library.
+    public let staging: LibraryPath
 
-    public init(root: String) throws {
+    public init(root: String, staging: LibraryPath = .staging) throws {
         self.root = root
+        self.staging = staging
         let fd = try SystemCalls.retrying("open", root) { Glibc.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         rootFD = FileDescriptor(adopting: Int32(fd), label: root)
     }
@@ -197,14 +207,14 @@ public final class LibraryFiles: Sendable {
     /// A new, empty, private file in `staging/`, with a name nobody else has.
     public func makeStagingFile(prefix: String) throws -> (FileDescriptor, LibraryPath) {
         for _ in 0..<100 {
-            let path = LibraryPath.staging("\(prefix)-\(UInt64.random(in: 0...UInt64.max).hex16).tmp")
+            let path = staging.appending("\(prefix)-\(UInt64.random(in: 0...UInt64.max).hex16).tmp")
             do {
                 return (try open(path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600), path)
             } catch let error as LibraryError where error.errno == EEXIST {
                 continue
             }
         }
-        throw LibraryError.io("cannot create a file in \(absolute(.staging))", errno: EEXIST)
+        throw LibraryError.io("cannot create a file in \(absolute(staging))", errno: EEXIST)
     }
 }
 

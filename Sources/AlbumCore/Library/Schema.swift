@@ -199,13 +199,13 @@ enum Schema {
     static var currentVersion: Int { migrations.count }
 
     /// Brings the database up to `currentVersion`, one transaction per migration.
-    static func migrate(_ db: Connection) throws {
+    static func migrate(_ db: SQLiteConnection) throws {
         let found = Int(try db.scalar("PRAGMA user_version") ?? 0)
         if found > currentVersion {
             throw LibraryError.newerSchema(found: found, known: currentVersion)
         }
         for version in found..<currentVersion {
-            try db.transaction {
+            try db.transaction(.write(durable: true)) {
                 try db.execute(migrations[version])
                 try db.execute("PRAGMA user_version = \(version + 1)")
             }

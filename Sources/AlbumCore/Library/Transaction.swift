@@ -3,13 +3,13 @@
 /// of the storage core is a method of this protocol or of `Transaction`; nothing outside
 /// the storage core writes SQL.
 public protocol LibraryRecords {
-    var db: Connection { get }
+    var db: any Database { get }
     var library: Library { get }
 }
 
 /// Reads on a reader connection (see `Library.read`).
 public struct Records: LibraryRecords {
-    public let db: Connection
+    public let db: any Database
     public let library: Library
 }
 
@@ -21,6 +21,6 @@ public struct Records: LibraryRecords {
 /// metadata) happens before the transaction opens, so that the writer lock is held for
 /// SQL only.
 public struct Transaction: LibraryRecords {
-    public let db: Connection
+    public let db: any Database
     public let library: Library
 }

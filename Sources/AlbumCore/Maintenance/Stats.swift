@@ -30,7 +30,8 @@ extension Library {
             s.blobBytes = try db.scalar("SELECT coalesce(sum(size), 0) FROM blobs") ?? 0
             s.oldestCapture = try db.scalar("SELECT min(taken_at) FROM assets")
             s.newestCapture = try db.scalar("SELECT max(taken_at) FROM assets")
-            s.schemaVersion = Int(try db.scalar("PRAGMA user_version") ?? 0)
+            s.schemaVersion = Int(try db.scalar(db.dialect == .sqlite ? "PRAGMA user_version"
+                                                : "SELECT value FROM meta WHERE key = 'schema_version'") ?? 0)
             return s
         }
     }

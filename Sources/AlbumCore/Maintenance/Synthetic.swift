@@ -45,9 +45,10 @@ extension Library {
                     try db.run("INSERT INTO versions(asset_id, version, sha256, size, created_at) VALUES (?, 1, ?, ?, ?)",
                                id, sha256, template.size, now / nanosecondsPerSecond)
                     if let album {
-                        try db.run("INSERT INTO memberships(album_id, asset_id, name, name_key, sort_key, added_at) VALUES (?, ?, ?, ?, 0, ?)",
-                                   album, id, item.name, Names.key(item.name), now / nanosecondsPerSecond)
-                        let membership = db.lastInsertRowID
+                        let membership = try db.first("""
+                            INSERT INTO memberships(album_id, asset_id, name, name_key, sort_key, added_at)
+                            VALUES (?, ?, ?, ?, 0, ?) RETURNING id
+                            """, album, id, item.name, Names.key(item.name), now / nanosecondsPerSecond, map: { $0.int64(0) }) ?? 0
                         try db.run("UPDATE memberships SET sort_key = ? WHERE id = ?",
                                    SortKey.make(takenAt: item.takenAt, id: membership), membership)
                     }

@@ -274,9 +274,11 @@ extension Transaction {
         guard let taken = try db.scalar("SELECT taken_at FROM assets WHERE id = ?", assetID) else {
             throw LibraryError.notFound("asset \(assetID)")
         }
-        try db.run("INSERT INTO memberships(album_id, asset_id, name, name_key, sort_key, added_at) VALUES (?, ?, ?, ?, 0, ?)",
-                   albumID, assetID, name, Names.key(name), nowSeconds())
-        let id = db.lastInsertRowID
+        guard let id = try db.first("""
+            INSERT INTO memberships(album_id, asset_id, name, name_key, sort_key, added_at) VALUES (?, ?, ?, ?, 0, ?) RETURNING id
+            """, albumID, assetID, name, Names.key(name), nowSeconds(), map: { $0.int64(0) }) else {
+            throw LibraryError.corrupt("a new membership has no id")
+        }
         let sortKey = SortKey.make(takenAt: taken, id: id)
         try db.run("UPDATE memberships SET sort_key = ? WHERE id = ?", sortKey, id)
         try touchAlbum(albumID)

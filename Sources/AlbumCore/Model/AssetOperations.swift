@@ -81,8 +81,11 @@ extension Transaction {
     /// that file's st_ino; otherwise a save's, which reports the photo's own.
     public func addAlias(ino: Int64, asset: Int64, keepsItsNumber: Bool = false) throws {
         guard ino != asset else { return }
-        try db.run("INSERT OR REPLACE INTO aliases(ino, asset_id, own_number) VALUES (?, ?, ?)", ino, asset, keepsItsNumber)
-        try db.run("INSERT OR IGNORE INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ?", asset, ino)
+        try db.run("""
+            INSERT INTO aliases(ino, asset_id, own_number) VALUES (?, ?, ?)
+            ON CONFLICT(ino) DO UPDATE SET asset_id = excluded.asset_id, own_number = excluded.own_number
+            """, ino, asset, keepsItsNumber)
+        try db.run("INSERT INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ? ON CONFLICT DO NOTHING", asset, ino)
         try db.run("DELETE FROM xattrs WHERE ino = ?", ino)
     }
 
@@ -171,7 +174,7 @@ extension Transaction {
     /// Its number stands for `survivor` from now on, its attributes fill what `survivor`
     /// lacks.
     public func vanish(_ id: Int64, into survivor: Int64) throws {
-        try db.run("INSERT OR IGNORE INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ?", survivor, id)
+        try db.run("INSERT INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ? ON CONFLICT DO NOTHING", survivor, id)
         try db.run("UPDATE aliases SET asset_id = ? WHERE asset_id = ?", survivor, id)
         try deleteAsset(id)
         try addAlias(ino: id, asset: survivor)
@@ -180,7 +183,8 @@ extension Transaction {
     // MARK: extended attributes
 
     public func setXattr(ino: Int64, name: String, value: [UInt8]) throws {
-        try db.run("INSERT OR REPLACE INTO xattrs(ino, name, value) VALUES (?, ?, ?)", ino, name, value)
+        try db.run("INSERT INTO xattrs(ino, name, value) VALUES (?, ?, ?) ON CONFLICT(ino, name) DO UPDATE SET value = excluded.value",
+                   ino, name, value)
     }
 
     /// Removes an attribute; false if there was none.
@@ -194,7 +198,7 @@ extension Transaction {
 
     /// The row of a blob just placed (or found) in the store.
     public func recordBlob(_ sha256: String, size: Int64, mtimeNs: Int64?) throws {
-        try db.run("INSERT OR IGNORE INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?)",
+        try db.run("INSERT INTO blobs(sha256, size, created_at, mtime_ns) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                    sha256, size, nowSeconds(), mtimeNs)
     }
 

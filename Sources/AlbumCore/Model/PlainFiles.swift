@@ -80,7 +80,7 @@ extension Transaction {
         try db.run("""
             INSERT INTO plain_files(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns, blob_sha256, unfinished)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, id, Int64(bitPattern: dirIno), name, Names.key(name), Int64(mode & 0o1777), mtimeNs, nowNanoseconds(), blob, unfinished)
+            """, id, Int64(bitPattern: dirIno), name, Names.key(name), Int64(mode & 0o1777), mtimeNs, nowNanoseconds(), blob, unfinished ? library.unfinishedMark : 0)
         try touchFolder(dirIno)
         return try plainFile(id: id)!
     }
@@ -126,7 +126,7 @@ extension Transaction {
 
     /// The file was closed: it is no longer one being written.
     public func finishPlainFile(_ id: Int64) throws {
-        try db.run("UPDATE plain_files SET unfinished = 0 WHERE id = ? AND unfinished = 1", id)
+        try db.run("UPDATE plain_files SET unfinished = 0 WHERE id = ? AND unfinished != 0", id)
     }
 
     /// A plain file that shared a blob has its own bytes now (it was written).
@@ -136,7 +136,10 @@ extension Transaction {
 
     /// Rows of files that were created and never closed; their bytes are the caller's.
     func discardUnfinishedPlainFiles() throws -> [PlainFile] {
-        let files = try db.query("SELECT \(PlainFile.columns) FROM plain_files WHERE unfinished = 1", map: PlainFile.init)
+        // This host's only (the mark is a literal: SQLite's partial index on
+        // `unfinished = 1` serves it).
+        let files = try db.query("SELECT \(PlainFile.columns) FROM plain_files WHERE unfinished = \(library.unfinishedMark)",
+                                 map: PlainFile.init)
         for file in files { try deletePlainFile(file.id) }
         return files
     }

@@ -16,6 +16,8 @@ public struct PostgresError: Error, CustomStringConvertible {
     /// Another transaction's work conflicts with this one's (SERIALIZABLE), or a
     /// deadlock was broken by ending this one: the whole transaction may be tried again.
     public var mayRetry: Bool { sqlState == "40001" || sqlState == "40P01" }
+    /// 53100, disk_full: the server's disk is full.
+    public var isDiskFull: Bool { sqlState == "53100" }
 }
 
 /// A notification sent with NOTIFY to a channel this connection listens to.
@@ -66,16 +68,31 @@ public final class PostgresConnection: @unchecked Sendable {
         try check(result, sql)
     }
 
+    /// Rows changed by the last statement run with `query` (its command tag's count).
+    public private(set) var changes = 0
+
     /// Runs `sql` (placeholders `$1`, `$2`, ...), prepared once on this connection, with
     /// `parameters` as text (nil: NULL). Returns the rows, each a column list.
     @discardableResult
     public func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
+        var rows: [[String?]] = []
+        try query(sql, parameters, types: []) { rows.append($0); return true }
+        return rows
+    }
+
+    /// Runs `sql` as `query` does, calling `each` with every row until it returns false.
+    /// `types`: the parameters' type OIDs when the statement is prepared (0, or missing:
+    /// the server infers the type from where the parameter stands).
+    public func query(_ sql: String, _ parameters: [String?], types: [UInt32],
+                      _ each: ([String?]) throws -> Bool) throws {
         let name: String
         if let known = prepared[sql] {
             name = known
         } else {
             name = "s\(prepared.count + 1)"
-            let result = PQprepare(conn, name, sql, Int32(parameters.count), nil)
+            let result = types.withUnsafeBufferPointer { oids in
+                PQprepare(conn, name, sql, Int32(types.count), types.isEmpty ? nil : oids.baseAddress)
+            }
             defer { PQclear(result) }
             try check(result, sql)
             prepared[sql] = name
@@ -85,15 +102,14 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         defer { PQclear(result) }
         try check(result, sql)
-        var rows: [[String?]] = []
+        changes = Int(Self.text(PQcmdTuples(result))) ?? 0
         let count = PQntuples(result), columns = PQnfields(result)
-        rows.reserveCapacity(Int(count))
         for row in 0..<count {
-            rows.append((0..<columns).map { column in
-                PQgetisnull(result, row, column) == 1 ? nil : Self.text(PQgetvalue(result, row, column))
-            })
+            let values: [String?] = (0..<columns).map { column in
+                PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+            }
+            if !(try each(values)) { break }
         }
-        return rows
     }
 
     /// Runs `body` in one transaction at `isolation`, committing when it returns and

@@ -21,9 +21,13 @@ public struct SQLiteError: Error, CustomStringConvertible {
 /// One SQLite connection. Not thread-safe: the library hands each connection to one
 /// thread at a time (see `ConnectionPool`). Prepared statements are cached for the life
 /// of the connection, and finalized with it.
-public final class Connection: @unchecked Sendable {
+public final class SQLiteConnection: Database, @unchecked Sendable {
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]
+    /// Whether commits wait for the disk now (`PRAGMA synchronous`: FULL or NORMAL).
+    private var durableCommits = true
+
+    public var dialect: SQLDialect { .sqlite }
 
     public init(path: String, readOnly: Bool = false) throws {
         var db: OpaquePointer?
@@ -50,7 +54,6 @@ public final class Connection: @unchecked Sendable {
         SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
 
-    /// Runs one or more statements that take no parameters and return no rows.
     public func execute(_ sql: String) throws {
         var message: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &message)
@@ -62,7 +65,7 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// A prepared statement for `sql`, reset and with its bindings cleared.
-    public func prepare(_ sql: String) throws -> Statement {
+    func prepare(_ sql: String) throws -> Statement {
         if let statement = cache[sql] {
             statement.reset()
             return statement
@@ -73,72 +76,42 @@ public final class Connection: @unchecked Sendable {
         return statement
     }
 
+    public func step(_ sql: String, _ values: [SQLValue], _ each: (Row) throws -> Bool) throws {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        defer { statement.reset() }
+        while try statement.step() {
+            if !(try each(Row(sqlite: statement.handle))) { break }
+        }
+    }
+
     /// SQLite's plan for `sql`, one line per step ("SEARCH a USING INDEX ...").
     public func queryPlan(_ sql: String) throws -> [String] {
         let explain = try Statement(connection: self, sql: "EXPLAIN QUERY PLAN " + sql)
         var lines: [String] = []
         while try explain.step() {
-            lines.append(Row(statement: explain).text(3))
+            lines.append(Row(sqlite: explain.handle).text(3))
         }
         return lines
     }
 
-    /// Runs a statement that returns no rows.
-    public func run(_ sql: String, _ values: any SQLConvertible...) throws {
-        try run(sql, bindings: values)
-    }
-
-    public func run(_ sql: String, bindings values: [any SQLConvertible]) throws {
-        let statement = try prepare(sql)
-        try statement.bind(values.map(\.sqlValue))
-        while try statement.step() {}
-        statement.reset()
-    }
-
-    /// All rows of a query, each mapped by `map`.
-    public func query<T>(_ sql: String, _ values: any SQLConvertible..., map: (Row) throws -> T) throws -> [T] {
-        try query(sql, bindings: values, map: map)
-    }
-
-    /// All rows of a query whose values are a list (an `IN (?, ?, ...)`).
-    public func query<T>(_ sql: String, bindings values: [any SQLConvertible], map: (Row) throws -> T) throws -> [T] {
-        let statement = try prepare(sql)
-        try statement.bind(values.map(\.sqlValue))
-        defer { statement.reset() }
-        var result: [T] = []
-        while try statement.step() {
-            result.append(try map(Row(statement: statement)))
-        }
-        return result
-    }
-
-    /// The first row of a query, mapped by `map`, or nil when there is none.
-    public func first<T>(_ sql: String, _ values: any SQLConvertible..., map: (Row) throws -> T) throws -> T? {
-        let statement = try prepare(sql)
-        try statement.bind(values.map(\.sqlValue))
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        return try map(Row(statement: statement))
-    }
-
-    /// The integer in the first column of the first row, or nil.
-    public func scalar(_ sql: String, _ values: any SQLConvertible...) throws -> Int64? {
-        let statement = try prepare(sql)
-        try statement.bind(values.map(\.sqlValue))
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        let row = Row(statement: statement)
-        return row.isNull(0) ? nil : row.int64(0)
-    }
-
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     public var changes: Int { Int(sqlite3_changes(handle)) }
-    public var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
-    /// Runs `body` in a transaction. `immediate` takes the write lock at the start, so
-    /// that two writers never deadlock upgrading their locks.
-    public func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
-        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
+    /// A write takes the write lock at the start (`BEGIN IMMEDIATE`), so that two
+    /// writers never deadlock upgrading their locks; its durability is the connection's
+    /// `PRAGMA synchronous`, switched only when it changes.
+    public func transaction<T>(_ kind: TransactionKind, _ body: () throws -> T) throws -> T {
+        switch kind {
+        case .write(let durable):
+            if durable != durableCommits {
+                // FULL: a commit is on disk when it returns (close() == 0 means durable).
+                try execute(durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+                durableCommits = durable
+            }
+            try execute("BEGIN IMMEDIATE")
+        case .snapshot:
+            try execute("BEGIN DEFERRED")
+        }
         do {
             let result = try body()
             try execute("COMMIT")

@@ -30,10 +30,10 @@ extension Array: SQLConvertible where Element == UInt8 { public var sqlValue: SQ
 /// A prepared statement, owned by its connection's cache. `deinit` finalizes it.
 public final class Statement {
     let handle: OpaquePointer
-    unowned let connection: Connection
+    unowned let connection: SQLiteConnection
     let sql: String
 
-    init(connection: Connection, sql: String) throws {
+    init(connection: SQLiteConnection, sql: String) throws {
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw connection.error(rc, sql) }
@@ -84,26 +84,66 @@ public final class Statement {
     }
 }
 
-/// The current row of a statement; valid only inside the mapping closure.
+/// The current row of a query; valid only inside the closure it is passed to. SQLite's
+/// values are read from the statement; PostgreSQL's arrive as text and are parsed.
 public struct Row {
-    let statement: Statement
+    private enum Source {
+        case sqlite(OpaquePointer)
+        case text([String?])
+    }
+    private let source: Source
+
+    init(sqlite statement: OpaquePointer) { source = .sqlite(statement) }
+    init(text values: [String?]) { source = .text(values) }
+
+    private func value(_ column: Int32) -> String? {
+        guard case .text(let values) = source, Int(column) < values.count else { return nil }
+        return values[Int(column)]
+    }
 
     public func isNull(_ column: Int32) -> Bool {
-        sqlite3_column_type(statement.handle, column) == SQLITE_NULL
+        switch source {
+        case .sqlite(let s): return sqlite3_column_type(s, column) == SQLITE_NULL
+        case .text: return value(column) == nil
+        }
     }
-    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement.handle, column) }
-    public func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement.handle, column)) }
-    public func double(_ column: Int32) -> Double { sqlite3_column_double(statement.handle, column) }
-    public func bool(_ column: Int32) -> Bool { sqlite3_column_int64(statement.handle, column) != 0 }
+    public func int64(_ column: Int32) -> Int64 {
+        switch source {
+        case .sqlite(let s): return sqlite3_column_int64(s, column)
+        case .text:
+            guard let text = value(column) else { return 0 }
+            if let number = Int64(text) { return number }
+            if text == "t" { return 1 }  // a boolean expression
+            return Double(text).map { Int64($0) } ?? 0  // a numeric (sum, avg)
+        }
+    }
+    public func int(_ column: Int32) -> Int { Int(int64(column)) }
+    public func double(_ column: Int32) -> Double {
+        switch source {
+        case .sqlite(let s): return sqlite3_column_double(s, column)
+        case .text: return value(column).flatMap(Double.init) ?? 0
+        }
+    }
+    public func bool(_ column: Int32) -> Bool { int64(column) != 0 }
     public func text(_ column: Int32) -> String {
-        guard let pointer = sqlite3_column_text(statement.handle, column) else { return "" }
-        let count = Int(sqlite3_column_bytes(statement.handle, column))
-        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+        switch source {
+        case .sqlite(let s):
+            guard let pointer = sqlite3_column_text(s, column) else { return "" }
+            let count = Int(sqlite3_column_bytes(s, column))
+            return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+        case .text: return value(column) ?? ""
+        }
     }
     public func blob(_ column: Int32) -> [UInt8] {
-        let count = Int(sqlite3_column_bytes(statement.handle, column))
-        guard count > 0, let pointer = sqlite3_column_blob(statement.handle, column) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+        switch source {
+        case .sqlite(let s):
+            let count = Int(sqlite3_column_bytes(s, column))
+            guard count > 0, let pointer = sqlite3_column_blob(s, column) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+        case .text:
+            // bytea in PostgreSQL's hex output: \x0a1b...
+            return PostgresDatabase.bytes(ofHex: value(column) ?? "")
+        }
     }
     public func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
     public func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }

@@ -58,6 +58,7 @@ public struct FSError: Error, CustomStringConvertible {
         case let error as FSError: return error.errno
         case let error as LibraryError: return error.errno
         case let error as SQLiteError: return error.isDiskFull ? ENOSPC : EIO
+        case let error as PostgresError: return error.isDiskFull ? ENOSPC : EIO
         case let error as DecoderError: return error.isPermanent ? EINVAL : EIO
         default: return EIO
         }

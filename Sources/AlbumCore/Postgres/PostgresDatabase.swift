@@ -1,0 +1,146 @@
+import Foundation
+
+/// The storage core's statements on PostgreSQL: a `Database` over one libpq connection.
+/// The SQL is the same text SQLite runs; the `?` placeholders become `$1`, `$2`, ... once
+/// per statement, and values travel as text with their types given when the statement
+/// is prepared.
+///
+/// Writers of every host are serialized by one transaction-scoped advisory lock taken
+/// first in each write transaction: the same single-writer model as SQLite's
+/// `BEGIN IMMEDIATE`, so that every read-then-write of the storage core (a free name, a
+/// link count, the next inode number) stays correct with several hosts, at READ
+/// COMMITTED, without retries. Readers never wait for it.
+public final class PostgresDatabase: Database, @unchecked Sendable {
+    let connection: PostgresConnection
+    /// `?` SQL turned into `$n` SQL, once per statement.
+    private var translated: [String: String] = [:]
+    /// The advisory lock of the library's writers ("albumfs" in ASCII).
+    static let writerLock: Int64 = 0x616c_6275_6d66_73
+
+    public var dialect: SQLDialect { .postgres }
+
+    public init(_ conninfo: String) throws {
+        connection = try PostgresConnection(conninfo)
+    }
+
+    /// The server process of this connection (notifications say which one sent them).
+    public var backendPID: Int32 { connection.backendPID }
+
+    public func execute(_ sql: String) throws {
+        try connection.execute(sql)
+    }
+
+    public func step(_ sql: String, _ values: [SQLValue], _ each: (Row) throws -> Bool) throws {
+        let text: String
+        if let known = translated[sql] {
+            text = known
+        } else {
+            text = Self.numberingPlaceholders(sql)
+            translated[sql] = text
+        }
+        try connection.query(text, values.map(Self.text(of:)), types: values.map(Self.type(of:))) { row in
+            try each(Row(text: row))
+        }
+    }
+
+    public var changes: Int { connection.changes }
+
+    public func transaction<T>(_ kind: TransactionKind, _ body: () throws -> T) throws -> T {
+        switch kind {
+        case .write(let durable):
+            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+            do {
+                try execute("SELECT pg_advisory_xact_lock(\(Self.writerLock))")
+                // A lazy commit is in the server's WAL buffers at once, on disk within
+                // wal_writer_delay: the same promise as SQLite's synchronous=NORMAL.
+                if !durable { try execute("SET LOCAL synchronous_commit = off") }
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+        case .snapshot:
+            try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        }
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// PostgreSQL 15 plans a statement with parameters only for given values; the plan
+    /// checks run on SQLite (docs/scale.md).
+    public func queryPlan(_ sql: String) throws -> [String] {
+        try connection.query("EXPLAIN " + sql).map { $0.first.flatMap { $0 } ?? "" }
+    }
+
+    // MARK: values
+
+    /// `?` placeholders numbered `$1`, `$2`, ...; a `?` inside a quoted string stays.
+    static func numberingPlaceholders(_ sql: String) -> String {
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 16)
+        var number = 0
+        var quoted = false
+        for character in sql {
+            if character == "'" { quoted.toggle() }
+            if character == "?" && !quoted {
+                number += 1
+                result += "$\(number)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    static func text(of value: SQLValue) -> String? {
+        switch value {
+        case .null: return nil
+        case .int(let v): return String(v)
+        case .double(let v):
+            if v.isNaN { return "NaN" }
+            if v.isInfinite { return v > 0 ? "Infinity" : "-Infinity" }
+            return "\(v)"
+        case .text(let v): return v
+        case .blob(let v): return "\\x" + v.map { String($0, radix: 16).leftPadded(2) }.joined()
+        }
+    }
+
+    /// Type OIDs (pg_type.h): int8 20, float8 701, text 25, bytea 17; 0 lets the server
+    /// infer a NULL's type from where it stands.
+    static func type(of value: SQLValue) -> UInt32 {
+        switch value {
+        case .null: return 0
+        case .int: return 20
+        case .double: return 701
+        case .text: return 25
+        case .blob: return 17
+        }
+    }
+
+    /// The bytes of bytea's hex output (`\x0a1b`).
+    static func bytes(ofHex text: String) -> [UInt8] {
+        var digits = Array(text.utf8)
+        if digits.count >= 2 && digits[0] == UInt8(ascii: "\\") && digits[1] == UInt8(ascii: "x") { digits.removeFirst(2) }
+        func nibble(_ c: UInt8) -> UInt8 {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return 0
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i + 1 < digits.count {
+            bytes.append(nibble(digits[i]) << 4 | nibble(digits[i + 1]))
+            i += 2
+        }
+        return bytes
+    }
+}
