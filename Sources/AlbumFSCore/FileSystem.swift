@@ -92,7 +92,7 @@ public final class FileSystem: Sendable {
     /// own schedule running. The bridge is handed this and only translates.
     public static func forMount(library path: String, lock: LibraryLock, options: MountOptions,
                                 workerExecutable: String? = nil) throws -> FileSystem {
-        let library = try Library.open(at: path, access: .exclusive, lock: lock)
+        let library = try Library.open(at: path, access: .exclusive, lock: lock, host: options.host)
         MetadataReader.initialize()
         // A decoder's time limit; the tests shorten it (ALBUMFS_TEST_DECODER_SECONDS).
         let timeout = ProcessInfo.processInfo.environment["ALBUMFS_TEST_DECODER_SECONDS"].flatMap(Double.init) ?? 60

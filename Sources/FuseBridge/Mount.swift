@@ -46,8 +46,8 @@ public enum FuseMount {
         // SQLite connections must not cross a fork.
         let lock: LibraryLock
         do {
-            lock = try LibraryLock(path: request.library)
-            _ = try Library.open(at: request.library, access: .exclusive, lock: lock)
+            lock = try LibraryLock(path: request.library, host: request.options.host)
+            _ = try Library.open(at: request.library, access: .exclusive, lock: lock, host: request.options.host)
         } catch let error as LibraryError {
             throw MountError(error.description)
         }

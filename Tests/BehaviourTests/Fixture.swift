@@ -4,10 +4,17 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Which driver a behaviour test runs on.
+/// Which driver a behaviour test runs on, and which database holds the library.
 enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case inProcess = "in-process"
     case mount
+    /// The same two drivers on a library whose metadata is in PostgreSQL (a server of
+    /// the test process's own, a new database per test).
+    case inProcessPostgres = "in-process, PostgreSQL"
+    case mountPostgres = "mount, PostgreSQL"
+
+    var isMount: Bool { self == .mount || self == .mountPostgres }
+    var usesPostgres: Bool { self == .inProcessPostgres || self == .mountPostgres }
 
     var testDescription: String { rawValue }
 }
@@ -20,6 +27,8 @@ final class Fixture {
     let fs: any Driver
     /// P's inode number, as `stat` showed it at the start.
     let p: UInt64
+    /// The PostgreSQL database of the library, if it has one.
+    private let database: String?
 
     static let gps = Samples.directory + "/photos/jpg/gps"
     static func sample(_ name: String) -> [UInt8] {
@@ -36,12 +45,13 @@ final class Fixture {
     init(_ kind: Kind) throws {
         temp = TempDirectory("albumfs-behaviour")
         lib = temp.sub("lib")
-        let created = try Processes.albumfs("init", lib)
+        database = kind.usesPostgres ? try PostgresServer.shared().makeDatabase() : nil
+        let created = try Processes.run(Processes.albumfs, ["init", lib] + (database.map { ["--database", $0] } ?? []), timeout: 60)
         guard created.ok else { throw DriverError(errno: EIO, call: "albumfs init: \(created.stderr)") }
         switch kind {
-        case .inProcess:
+        case .inProcess, .inProcessPostgres:
             fs = try CoreDriver(library: lib)
-        case .mount:
+        case .mount, .mountPostgres:
             guard FileManager.default.fileExists(atPath: "/dev/fuse"), (try? Processes.which("fusermount3")) != nil else {
                 throw DriverError(errno: ENODEV, call: "FUSE is not available here (/dev/fuse, fusermount3): the mount half of this suite cannot run")
             }
@@ -61,6 +71,7 @@ final class Fixture {
     deinit {
         fs.stop()
         temp.remove()
+        if let database { try? PostgresServer.shared().dropDatabase(database) }
     }
 
     // MARK: what a user checks

@@ -169,7 +169,10 @@ public final class MountedLibrary: @unchecked Sendable {
     public func heldFiles(pid: Int32) -> [String] {
         // By identity, not by path: a descriptor's path reads differently once its
         // filesystem is lazily unmounted or seen from another namespace.
-        let own = Set([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath].compactMap(Self.identity))
+        // A library on PostgreSQL has a lock file per host instead of library.db.
+        let hostLocks = ((try? FileManager.default.contentsOfDirectory(atPath: library + "/hosts")) ?? []).map { library + "/hosts/" + $0 }
+        let own = Set(([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath] + hostLocks)
+            .compactMap(Self.identity))
             .union(ownFiles)
         func held() -> [String] {
             let folder = "/proc/\(pid)/fd"

@@ -68,3 +68,48 @@ public final class PostgresServer: @unchecked Sendable {
         _ = try? FileManager.default.removeItem(atPath: folder)
     }
 }
+
+extension PostgresServer {
+    private static let sharedServer = Locked<Result<PostgresServer, any Error>?>(nil)
+    private static let databaseCount = Locked(0)
+
+    /// One server for the whole test process, started by the first test that asks and
+    /// stopped when the process exits. It is started from a thread that lives as long as
+    /// the process: `--pdeathsig` fires when the *thread* that started the server ends,
+    /// and the test that asked first may run on a thread that ends before the others.
+    public static func shared() throws -> PostgresServer {
+        try sharedServer.withLock { found in
+            if let found { return try found.get() }
+            let started = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var result: Result<PostgresServer, any Error>!
+            let keeper = Thread {
+                result = Result { try PostgresServer() }
+                started.signal()
+                while true { sleep(3600) }
+            }
+            keeper.start()
+            started.wait()
+            found = result
+            atexit { PostgresServer.stopShared() }
+            return try result.get()
+        }
+    }
+
+    private static func stopShared() {
+        if case .success(let server) = sharedServer.withLock({ $0 }) { server.stop() }
+    }
+
+    /// A new, empty database of this server (fast: copied from its template); its
+    /// connection string.
+    public func makeDatabase() throws -> String {
+        let name = "lib\(Self.databaseCount.withLock { $0 += 1; return $0 })_\(getpid())"
+        try PostgresConnection(conninfo()).execute("CREATE DATABASE \(name)")
+        return conninfo(name)
+    }
+
+    /// Drops a database made by `makeDatabase`, ending its sessions first.
+    public func dropDatabase(_ conninfo: String) {
+        guard let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7) else { return }
+        try? PostgresConnection(self.conninfo()).execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+}

@@ -123,12 +123,17 @@ public enum SortKey {
     static let maxTime: Int64 = (1 << 34) - 1
 
     public static func make(takenAt: Int64, id: Int64) -> Int64 {
-        let t = min(max(takenAt + epochOffset, 0), maxTime)
-        return (t << idBits) | (id & idMask)
+        timePart(takenAt) | (id & idMask)
     }
 
-    /// SQL computing the same key, for updates of many rows.
-    static func sql(taken: String, id: String) -> String {
-        "((min(max(\(taken) + \(epochOffset), 0), \(maxTime)) << \(idBits)) | (\(id) & \(idMask)))"
+    /// The capture-time half of a key, already shifted into place.
+    static func timePart(_ takenAt: Int64) -> Int64 {
+        min(max(takenAt + epochOffset, 0), maxTime) << idBits
+    }
+
+    /// SQL computing the same key for updates of many rows, from `timePart` (bound) and
+    /// each row's id.
+    static func sql(timePart: String, id: String) -> String {
+        "(\(timePart) | (\(id) & \(idMask)))"
     }
 }

@@ -152,7 +152,8 @@ extension Transaction {
         let day = Library.dayNumber(instant: capture.instant, offsetMinutes: capture.offsetMinutes)
         try update(id, "taken_at = ?, taken_offset = ?, taken_day = ?, taken_source = ?, sort_key = ?",
                    capture.instant, capture.offsetMinutes, day, capture.source.rawValue, SortKey.make(takenAt: capture.instant, id: id))
-        try db.run("UPDATE memberships SET sort_key = \(SortKey.sql(taken: "?", id: "id")) WHERE asset_id = ?", capture.instant, id)
+        try db.run("UPDATE memberships SET sort_key = \(SortKey.sql(timePart: "?", id: "id")) WHERE asset_id = ?",
+                   SortKey.timePart(capture.instant), id)
     }
 
     /// Deletes an asset for good: rows, memberships, versions and xattrs. Its blobs stay

@@ -48,6 +48,10 @@ public struct MountOptions: Sendable {
     /// or copy trees (rsync, tar, find, du, a Samba client deleting a folder; PRODUCT.md
     /// section 2, docs/thumbnails.md).
     public var listThumbnails = false
+    /// This host's name in a library several hosts serve (`-o host=NAME`; default: the
+    /// environment's `ALBUMFS_HOST`, else the machine's name). It names the host's lock
+    /// and staging folder (docs/scale.md).
+    public var host: String?
 
     public init() {}
 }

@@ -32,6 +32,9 @@ enum MountCommand {
                                         passthrough: root, Linux 6.9 or later): reads as fast
                                         as the disk; the default for root
                   nopassthrough         reads through the daemon (the only way without root)
+                  host=NAME             this host's name, when several hosts serve one library from
+                                        PostgreSQL (default: $ALBUMFS_HOST, else the machine's name);
+                                        each host has its own lock and staging folder
                   log=PATH              log to PATH instead of syslog (or stderr with -f); without a
                                         syslog daemon, the log is LIBRARY/logs/albumfs.log
                   and mount(8)'s usual ones (noexec, noatime, ...). Set-id bits and device
@@ -100,6 +103,11 @@ enum MountCommand {
         case "list_thumbnails": request.options.listThumbnails = true
         case "nopassthrough": request.options.passthrough = false
         case "passthrough": request.options.passthrough = true
+        case "host":
+            guard let value, (try? Library.hostName(value)) != nil else {
+                throw CommandError.usage("host= needs a name of letters, digits, '.', '-' and '_'", command: "mount")
+            }
+            request.options.host = value
         case "log":
             guard let value, !value.isEmpty else { throw CommandError.usage("log= needs a path", command: "mount") }
             request.logPath = absolutePath(value)
