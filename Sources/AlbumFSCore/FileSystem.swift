@@ -58,6 +58,8 @@ public final class FileSystem: Sendable {
     /// room its own writes need.
     let spaceReserve: Int64
     private let schedule = Locked<DispatchSourceTimer?>(nil)
+    /// Other hosts' changes, in a library several hosts serve (nil with SQLite).
+    private let changeListener = Locked<ChangeListener?>(nil)
     /// Set when the core stops: background work started before ends at its next step.
     let stopped = Locked(false)
 
@@ -100,6 +102,7 @@ public final class FileSystem: Sendable {
         let background = DecoderPool.ofThisProgram(executable: workerExecutable, count: 1, nice: 19, timeout: timeout)
         let fs = FileSystem(library: library, options: options, decoder: decoders, backgroundDecoder: background)
         fs.startSchedule()
+        fs.listenToOtherHosts()
         return fs
     }
 
@@ -121,6 +124,18 @@ public final class FileSystem: Sendable {
     public func stopSchedule() {
         stopped.withLock { $0 = true }
         schedule.withLock { $0?.cancel(); $0 = nil }
+        changeListener.withLock { listener in
+            defer { listener = nil }
+            return listener
+        }?.stop()
+    }
+
+    /// With PostgreSQL, what other hosts (and commands) commit reaches this mount's
+    /// kernel caches as it reaches them for this host's own changes.
+    public func listenToOtherHosts() {
+        guard let listener = ChangeListener(library: library, deliver: { [weak self] in self?.afterRemoteChanges($0) }) else { return }
+        listener.start()
+        changeListener.withLock { $0 = listener }
     }
 
     /// One round of the timed work (the schedule's; tests call it to move time on).

@@ -52,8 +52,24 @@ extension FileSystem {
         }
         if let asset { collect(asset, withNames: false) }
         if let before { collect(before, withNames: true) }
-        // The .thumbnails/ folder beside each folder that lists assets, and the shared
-        // repository's (its names are hashes of the entries' names).
+        // A shared thumbnail carries the photo's mtime: its attributes change with it.
+        for a in [asset, before].compactMap({ $0 }) {
+            for large in [false, true] {
+                files.insert(Node.sharedThumbnail(id: a.id, large: large, entry: false).ino)
+                for membership in (try? library.read({ try $0.memberships(ofAsset: a.id) })) ?? [] {
+                    files.insert(Node.sharedThumbnail(id: membership.id, large: large, entry: true).ino)
+                }
+            }
+        }
+        invalidate(folders: inodes, files: files, names: names)
+    }
+
+    /// Sends the invalidations of changed folders, files and names, with the thumbnail
+    /// folders beside every folder that lists assets: `.thumbnails/` and the shared
+    /// repository's (whose names are hashes of the entries' names).
+    func invalidate(folders: Set<UInt64>, files: Set<UInt64>, names: [(UInt64, String)]) {
+        var inodes = folders
+        var names = names
         for (folder, name) in names where Node(ino: folder)?.listsAssets == true {
             names.append((Node.thumbnails(of: folder).ino, name + ".jpg"))
             for size in Self.sharedSizes {
@@ -64,25 +80,18 @@ extension FileSystem {
             inodes.insert(Node.thumbnails(of: folder).ino)
             for size in Self.sharedSizes { inodes.insert(Node.sharedSize(of: folder, large: size.large).ino) }
         }
-        // A shared thumbnail carries the photo's mtime: its attributes change with it.
-        for a in [asset, before].compactMap({ $0 }) {
-            for large in [false, true] {
-                files.insert(Node.sharedThumbnail(id: a.id, large: large, entry: false).ino)
-                for membership in (try? library.read({ try $0.memberships(ofAsset: a.id) })) ?? [] {
-                    files.insert(Node.sharedThumbnail(id: membership.id, large: large, entry: true).ino)
-                }
-            }
-        }
         invalidate(inodes.sorted().map { .listing($0) } + files.sorted().map { .attributes($0) }
                    + names.map { .entry(parent: $0.0, name: $0.1) })
     }
 
     /// A file's bytes changed (a new version): its next open starts without the pages
     /// the kernel kept of the old ones.
-    func contentChanged(_ asset: Asset) {
+    func contentChanged(_ asset: Asset) { contentChanged(asset: asset.id) }
+
+    func contentChanged(asset id: Int64) {
         contentChanges.withLock { changed in
-            changed.insert(UInt64(asset.id))
-            changed.insert(Node.thumbnail(asset: asset.id).ino)
+            changed.insert(UInt64(id))
+            changed.insert(Node.thumbnail(asset: id).ino)
         }
     }
 

@@ -1,0 +1,135 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// Two hosts serving one library (PRODUCT.md section 8): two daemons, each with its own
+/// mountpoint and host name, on one library folder whose metadata is in PostgreSQL (a
+/// server of the test process's own). What one host changes, the other shows at once:
+/// the test first makes the other host's kernel cache the old state (a listing, a name
+/// looked up, attributes), so that only the PostgreSQL notification can make it see the
+/// change; it waits for that, never for a fixed time.
+final class MultiHostTests: XCTestCase {
+    var temp: TempDirectory!
+    var database: String!
+    var lib: String!
+    var a: MountedLibrary!
+    var b: MountedLibrary!
+    let gps = Samples.directory + "/photos/jpg/gps"
+
+    override func setUpWithError() throws {
+        try requireFUSE()
+        temp = TempDirectory("albumfs-hosts")
+        database = try PostgresServer.shared().makeDatabase()
+        lib = temp.sub("lib")
+        let created = try Processes.run(Processes.albumfs, ["init", lib, "--database", database], timeout: 60)
+        XCTAssertTrue(created.ok, created.stderr)
+        a = try MountedLibrary(library: lib, temp: temp, name: "a", options: ["host=a"])
+        b = try MountedLibrary(library: lib, temp: temp, name: "b", options: ["host=b"])
+    }
+
+    override func tearDown() {
+        a?.unmount()
+        b?.unmount()
+        if let database { try? PostgresServer.shared().dropDatabase(database) }
+        temp?.remove()
+    }
+
+    /// Waits until `condition` holds, up to 10 s; returns how long it took.
+    @discardableResult
+    func waitFor(_ what: String, _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) -> Double {
+        let start = Date()
+        while Date().timeIntervalSince(start) < 10 {
+            if condition() { return Date().timeIntervalSince(start) }
+            usleep(5_000)
+        }
+        XCTFail("host b never saw: \(what)", file: file, line: line)
+        return 10
+    }
+
+    func names(_ path: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
+    /// Runs a shell command and fails the test if it fails.
+    func sh(_ command: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let result = try Processes.shell(command)
+        XCTAssertEqual(result.status, 0, "\(command): \(result.stderr)", file: file, line: line)
+    }
+
+    func exists(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0
+    }
+
+    func inode(_ path: String) -> UInt64? {
+        var st = stat()
+        return stat(path, &st) == 0 ? UInt64(st.st_ino) : nil
+    }
+
+    func testAPhotoCopiedInThroughOneHostIsListedReadAndThumbnailedThroughTheOther() throws {
+        let trip = "Albums/Trip"
+        try FileManager.default.createDirectory(atPath: a.mountpoint + "/" + trip, withIntermediateDirectories: false)
+        waitFor("the new album") { exists(b.mountpoint + "/" + trip) }
+        // b's kernel now holds the album's (empty) listing and the top of All Photos.
+        XCTAssertEqual(names(b.mountpoint + "/" + trip), [])
+        _ = names(b.mountpoint + "/All Photos")
+
+        let source = gps + "/DSCN0010.jpg"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+        try sh("cp '\(source)' '\(a.mountpoint)/\(trip)/P.jpg'")
+        waitFor("P.jpg in the album") { names(b.mountpoint + "/" + trip) == ["P.jpg"] }
+        // All Photos' listing was cached: only the notification makes b list it again.
+        let listed = waitFor("P.jpg in All Photos") { names(b.mountpoint + "/All Photos").contains("P.jpg") }
+        print("host b listed in All Photos the photo copied in through host a after \(String(format: "%.1f", listed * 1000)) ms")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: b.mountpoint + "/\(trip)/P.jpg")), bytes)
+        let thumbnail = try Data(contentsOf: URL(fileURLWithPath: b.mountpoint + "/\(trip)/.thumbnails/P.jpg.jpg"))
+        XCTAssertEqual(Array(thumbnail.prefix(2)), [0xFF, 0xD8], "a JPEG thumbnail made through host b")
+        // The same inode number through both hosts (an NFS client may move between them).
+        let number = try XCTUnwrap(inode(a.mountpoint + "/\(trip)/P.jpg"))
+        XCTAssertEqual(inode(b.mountpoint + "/\(trip)/P.jpg"), number)
+
+        // A rename through a: b had looked P.jpg up (its kernel keeps names for an hour).
+        try sh("mv '\(a.mountpoint)/\(trip)/P.jpg' '\(a.mountpoint)/\(trip)/Q.jpg'")
+        waitFor("the rename") { !exists(b.mountpoint + "/\(trip)/P.jpg") && exists(b.mountpoint + "/\(trip)/Q.jpg") }
+        XCTAssertEqual(inode(b.mountpoint + "/\(trip)/Q.jpg"), number)
+
+        // A new version through a: b's kernel had the old size and bytes.
+        let other = try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0012.jpg"))
+        XCTAssertNotEqual(other.count, bytes.count)
+        try sh("cat '\(gps)/DSCN0012.jpg' > '\(a.mountpoint)/\(trip)/Q.jpg'")
+        waitFor("the new version's size") {
+            var st = stat()
+            return stat(b.mountpoint + "/\(trip)/Q.jpg", &st) == 0 && Int(st.st_size) == other.count
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: b.mountpoint + "/\(trip)/Q.jpg")), other)
+        XCTAssertEqual(inode(b.mountpoint + "/\(trip)/Q.jpg"), number)
+
+        // Trashed through a: gone from b's album and All Photos, in b's Recently Deleted.
+        try sh("rm '\(a.mountpoint)/All Photos/P.jpg'")
+        waitFor("the photo trashed") {
+            !exists(b.mountpoint + "/\(trip)/Q.jpg") && !names(b.mountpoint + "/All Photos").contains("P.jpg")
+                && names(b.mountpoint + "/Smart Albums/Recently Deleted").contains("P.jpg")
+        }
+        // Restored through b: back in a's album.
+        _ = names(a.mountpoint + "/" + trip)
+        try sh("mv '\(b.mountpoint)/Smart Albums/Recently Deleted/P.jpg' '\(b.mountpoint)/All Photos/P.jpg'")
+        waitFor("the photo restored, seen through host a") { names(a.mountpoint + "/" + trip) == ["Q.jpg"] }
+
+        // The album renamed through b.
+        try sh("mv '\(b.mountpoint)/\(trip)' '\(b.mountpoint)/Albums/Rome'")
+        waitFor("the album renamed, seen through host a") {
+            !exists(a.mountpoint + "/" + trip) && names(a.mountpoint + "/Albums/Rome") == ["Q.jpg"]
+        }
+        // A plain file through a.
+        try sh("echo notes > '\(a.mountpoint)/Albums/Rome/notes.txt'")
+        waitFor("the plain file") { names(b.mountpoint + "/Albums/Rome") == ["Q.jpg", "notes.txt"] }
+        XCTAssertEqual(try String(contentsOfFile: b.mountpoint + "/Albums/Rome/notes.txt", encoding: .utf8), "notes\n")
+
+        a.unmount()
+        b.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertTrue(check.ok, check.stdout + check.stderr)
+    }
+}
