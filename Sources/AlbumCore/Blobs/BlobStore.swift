@@ -4,8 +4,21 @@ import Glibc
 /// SHA-256 of its bytes and never changes once stored: it is fsynced, linked into place
 /// and its folder fsynced before any row names it, and it is read-only (0400) from then
 /// on.
+///
+/// A store that several hosts share (a library on PostgreSQL) is written more carefully:
+/// a blob is linked into place only once its bytes are synced (no early link), and a
+/// blob file of the same name found without a row is another host's placement about to
+/// be committed as often as a leftover, so it is kept when its bytes are right
+/// (`Library.placeBlob`).
 public struct BlobStore: Sendable {
     let files: LibraryFiles
+    /// Whether other hosts place blobs here too.
+    public let shared: Bool
+
+    init(files: LibraryFiles, shared: Bool = false) {
+        self.files = files
+        self.shared = shared
+    }
 
     public func exists(_ sha256: String) -> Bool { files.exists(.blob(sha256)) }
 
@@ -61,7 +74,7 @@ public struct BlobStore: Sendable {
     /// (`Library.placeBlob`).
     public func placeEarly(_ source: LibraryPath, sha256: String) throws -> (Placement, folders: [LibraryPath])? {
         let target = LibraryPath.blob(sha256)
-        if exists(sha256) { return nil }
+        if shared || exists(sha256) { return nil }
         let createdFolder = try files.makeFolder(target.parent)
         do {
             try files.link(source, to: target)
@@ -69,6 +82,13 @@ public struct BlobStore: Sendable {
             return nil
         }
         return (Placement(sha256: sha256, created: true), createdFolder ? [target.parent, .originals] : [target.parent])
+    }
+
+    /// Makes a blob file placed by someone else durable before a row of ours names it
+    /// (fsync of the file and of its folder).
+    public func syncPlaced(_ sha256: String) throws {
+        try open(sha256).sync()
+        try files.syncFolder(LibraryPath.blob(sha256).parent)
     }
 
     /// Takes back a placement whose transaction failed (the blob is named by nothing).

@@ -163,6 +163,12 @@ extension Library {
             return try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256)
         }
         if try read({ try $0.blobRecord(file.sha256) }) == nil {
+            // Shared by several hosts: the file may be another host's placement, linked
+            // once synced and about to be committed. Its bytes decide.
+            if blobs.shared, (try? blobs.open(file.sha256).sha256()) == file.sha256 {
+                try blobs.syncPlaced(file.sha256)
+                return nil
+            }
             _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
         }
         return nil
@@ -203,6 +209,17 @@ public struct NewAsset: Sendable {
 }
 
 extension Transaction {
+    /// The mtime of a blob file a row is about to name. Its file must be there: gc of
+    /// another host may have removed an unused blob between the caller's look and this
+    /// transaction (gc removes them holding the writers' lock, so this look is after it).
+    /// The caller's close or import then fails and its bytes stay where they were.
+    func placedBlobMtime(_ sha256: String) throws -> Int64 {
+        guard let st = try library.files.status(.blob(sha256)) else {
+            throw LibraryError.io("the original \(sha256) was removed (by gc?) before it was recorded; try again", errno: EAGAIN)
+        }
+        return st.modificationNanoseconds
+    }
+
     /// Adds a new asset (its blob placed already) and puts it where `destination` says.
     public func insertAsset(_ new: NewAsset, destination: ImportDestination) throws -> (Asset, Membership?) {
         let id = try new.id ?? allocateID()
@@ -216,7 +233,7 @@ extension Transaction {
         let day = Library.dayNumber(instant: capture.instant, offsetMinutes: capture.offsetMinutes)
         let kinds = Library.kinds(of: m, originalName: new.originalName)
         let now = nowNanoseconds()
-        try recordBlob(new.sha256, size: new.size, mtimeNs: try library.files.status(.blob(new.sha256))?.modificationNanoseconds)
+        try recordBlob(new.sha256, size: new.size, mtimeNs: try placedBlobMtime(new.sha256))
         try db.run("""
             INSERT INTO assets(id, name, name_key, original_name, sha256, size, version, media_type, format, kinds,
                 taken_at, taken_offset, taken_day, taken_source, sort_key, mtime_ns, width, height, orientation, rotation,
@@ -296,7 +313,7 @@ extension Transaction {
             return try asset(id: id) ?? current
         }
         let now = nowNanoseconds()
-        try recordBlob(sha256, size: size, mtimeNs: try library.files.status(.blob(sha256))?.modificationNanoseconds)
+        try recordBlob(sha256, size: size, mtimeNs: try placedBlobMtime(sha256))
         let version = current.version + 1
         try db.run("INSERT INTO versions(asset_id, version, sha256, size, created_at) VALUES (?, ?, ?, ?, ?)",
                    id, version, sha256, size, now / nanosecondsPerSecond)

@@ -135,7 +135,7 @@ public final class Library: Sendable {
         lock = access == .exclusive ? try (givenLock ?? LibraryLock(path: root, host: givenHost)) : nil
         let staging = backend == .sqlite ? LibraryPath.staging : LibraryPath.hostStaging(host)
         files = try LibraryFiles(root: root, staging: staging)
-        blobs = BlobStore(files: files)
+        blobs = BlobStore(files: files, shared: backend != .sqlite)
         if access == .exclusive {
             // Folders a newer layout added or renamed, so that old libraries work.
             if files.exists(.oldScratch) && !files.exists(.plainFiles) {
@@ -247,7 +247,12 @@ public final class Library: Sendable {
     func removeUnnamedPlainBytes() throws -> Int {
         let known = Set(try read { try $0.allPlainFileIDs() })
         var removed = 0
+        let settled = nowSeconds() - 3600
         for name in try files.names(in: .plainFiles) where Int64(name).map({ !known.contains($0) }) ?? true {
+            // Where other hosts create plain files too, one without a row may be being
+            // created right now: only those untouched for an hour are leftovers there.
+            if blobs.shared, let st = try files.status(LibraryPath.plainFiles.appending(name)),
+               Int64(st.st_ctim.tv_sec) > settled { continue }
             if try files.remove(LibraryPath.plainFiles.appending(name)) { removed += 1 }
         }
         return removed

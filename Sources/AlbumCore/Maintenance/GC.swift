@@ -20,8 +20,11 @@ extension Library {
             try write { tx in _ = try tx.deleteAsset(id) }
             report.purgedAssets += 1
         }
-        // Unused blob rows go first (in one transaction), then their files: a crash in
-        // between leaves orphan files, which the next gc removes.
+        // Unused blob rows and their files go in one transaction, the files removed while
+        // it holds the writers' lock: a host importing the same bytes meanwhile either
+        // committed before (the blob is used, and stays) or looks after (and finds the
+        // file gone: `placedBlobMtime`). A crash between the removals and the commit
+        // leaves unused rows without files, which `check --repair` removes.
         let unused = try write { tx -> [(String, Int64)] in
             let rows = try tx.db.query("""
                 SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM assets a WHERE a.sha256 = b.sha256)
@@ -29,18 +32,22 @@ extension Library {
                 AND NOT EXISTS (SELECT 1 FROM plain_files p WHERE p.blob_sha256 = b.sha256)
                 """) { ($0.text(0), $0.int64(1)) }
             for (hash, _) in rows { try tx.db.run("DELETE FROM blobs WHERE sha256 = ?", hash) }
+            for (hash, _) in rows { try blobs.remove(hash) }
             return rows
         }
         var gone = Set<String>()
         for (hash, size) in unused {
-            try blobs.remove(hash)
             gone.insert(hash)
             report.removedBlobs += 1
             report.freedBytes += size
         }
         // Orphan files with no row at all (a crash between placing a blob and committing).
+        // Where other hosts place blobs too, a file without a row may be one being
+        // imported right now: only those older than an hour are orphans there.
         let known = Set(try read { r in try r.db.query("SELECT sha256 FROM blobs") { $0.text(0) } })
+        let settled = now - 3600
         for (_, hash) in try blobs.allFiles() where isSHA256Hex(hash) && !known.contains(hash) && !gone.contains(hash) {
+            if blobs.shared, let st = try files.status(.blob(hash)), Int64(st.st_ctim.tv_sec) > settled { continue }
             if let st = try files.status(.blob(hash)) { report.freedBytes += Int64(st.st_size) }
             try blobs.remove(hash)
             gone.insert(hash)
