@@ -43,7 +43,7 @@ public final class PostgresServer: @unchecked Sendable {
             throw Processes.ProcessError.notFound("a PostgreSQL cluster: initdb exited with \(initdb.status): \(initdb.stderr)")
         }
         server = try OwnedProcess("postgres", runAs + [Self.binaries + "/postgres", "-D", data, "-k", folder,
-                                                       "-c", "listen_addresses=", "-c", "max_connections=50"],
+                                                       "-c", "listen_addresses=", "-c", "max_connections=200"],
                                   log: folder + "/server.log")
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
