@@ -132,4 +132,27 @@ final class MultiHostTests: XCTestCase {
         let check = try Processes.albumfs("check", lib)
         XCTAssertTrue(check.ok, check.stdout + check.stderr)
     }
+
+    /// PostgreSQL ends every session (as a restart does): both daemons connect again,
+    /// the first operation after it included, and host b's listener too, which says it may
+    /// have missed changes and then hears the next ones.
+    func testBothHostsGoOnWhenTheDatabaseEndsTheirSessions() throws {
+        try FileManager.default.createDirectory(atPath: a.mountpoint + "/Albums/Trip", withIntermediateDirectories: false)
+        waitFor("the new album") { exists(b.mountpoint + "/Albums/Trip") }
+        _ = names(b.mountpoint + "/All Photos")
+        let ended = try PostgresConnection(database).query("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid()
+            """)
+        XCTAssertGreaterThanOrEqual(ended.count, 4, "both daemons' writers and listeners were connected")
+        waitFor("b's listener connected again") { b.log.contains("may have been missed") }
+
+        let source = gps + "/DSCN0010.jpg"
+        try sh("cp '\(source)' '\(a.mountpoint)/Albums/Trip/P.jpg'")
+        waitFor("P.jpg in All Photos") { names(b.mountpoint + "/All Photos").contains("P.jpg") }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: b.mountpoint + "/Albums/Trip/P.jpg")),
+                       try Data(contentsOf: URL(fileURLWithPath: source)))
+        try sh("mkdir '\(b.mountpoint)/Albums/Rome'")
+        waitFor("the album made through b, seen through a") { exists(a.mountpoint + "/Albums/Rome") }
+    }
 }

@@ -61,6 +61,19 @@ public final class PostgresConnection: @unchecked Sendable {
     /// The server process serving this connection.
     public var backendPID: Int32 { PQbackendPID(conn) }
 
+    /// Whether the connection is gone (the server restarted or ended this session).
+    /// libpq notices when a statement fails on it.
+    public var isLost: Bool { PQstatus(conn) != CONNECTION_OK }
+
+    /// Connects again with the same settings; statements are prepared again as used.
+    public func reconnect() throws {
+        PQreset(conn)
+        prepared = [:]
+        guard PQstatus(conn) == CONNECTION_OK else {
+            throw PostgresError(sqlState: nil, message: "cannot connect again: \(Self.text(PQerrorMessage(conn)))", sql: nil)
+        }
+    }
+
     /// Runs SQL without parameters (several statements may be separated by `;`).
     public func execute(_ sql: String) throws {
         let result = PQexec(conn, sql)

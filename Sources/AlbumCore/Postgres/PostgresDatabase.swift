@@ -14,6 +14,9 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
     let connection: PostgresConnection
     /// `?` SQL turned into `$n` SQL, once per statement.
     private var translated: [String: String] = [:]
+    /// Whether a transaction is open (a lost connection is then that transaction's
+    /// failure, never retried behind its back).
+    private var inTransaction = false
     /// The advisory lock of the library's writers ("albumfs" in ASCII).
     static let writerLock: Int64 = 0x616c_6275_6d66_73
 
@@ -30,6 +33,21 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
         try connection.execute(sql)
     }
 
+    /// Runs `body`, connecting again first if the connection was lost, and once more
+    /// after connecting again if it is lost during `body`: a server restart or a
+    /// session it ended costs a statement outside a transaction nothing, and a
+    /// transaction only its own failure.
+    private func reconnecting<T>(_ body: () throws -> T) throws -> T {
+        if connection.isLost { try connection.reconnect() }
+        do {
+            return try body()
+        } catch where connection.isLost {
+            Log.warning("the connection to PostgreSQL was lost; connecting again")
+            try connection.reconnect()
+            return try body()
+        }
+    }
+
     public func step(_ sql: String, _ values: [SQLValue], _ each: (Row) throws -> Bool) throws {
         let text: String
         if let known = translated[sql] {
@@ -38,8 +56,11 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
             text = Self.numberingPlaceholders(sql)
             translated[sql] = text
         }
-        try connection.query(text, values.map(Self.text(of:)), types: values.map(Self.type(of:))) { row in
-            try each(Row(text: row))
+        let parameters = values.map(Self.text(of:)), types = values.map(Self.type(of:))
+        if inTransaction {
+            try connection.query(text, parameters, types: types) { try each(Row(text: $0)) }
+        } else {
+            try reconnecting { try connection.query(text, parameters, types: types) { try each(Row(text: $0)) } }
         }
     }
 
@@ -48,7 +69,7 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
     public func transaction<T>(_ kind: TransactionKind, _ body: () throws -> T) throws -> T {
         switch kind {
         case .write(let durable):
-            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+            try reconnecting { try execute("BEGIN ISOLATION LEVEL READ COMMITTED") }
             do {
                 try execute("SELECT pg_advisory_xact_lock(\(Self.writerLock))")
                 // A lazy commit is in the server's WAL buffers at once, on disk within
@@ -59,8 +80,10 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
                 throw error
             }
         case .snapshot:
-            try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try reconnecting { try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
         }
+        inTransaction = true
+        defer { inTransaction = false }
         do {
             let result = try body()
             try execute("COMMIT")
