@@ -36,7 +36,8 @@ final class MultiHostTests: XCTestCase {
         temp?.remove()
     }
 
-    /// Waits until `condition` holds, up to 10 s; returns how long it took.
+    /// Waits until `condition` holds (a change seen through the other host), up to 10 s;
+    /// returns how long it took.
     @discardableResult
     func waitFor(_ what: String, _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) -> Double {
         let start = Date()
@@ -44,7 +45,7 @@ final class MultiHostTests: XCTestCase {
             if condition() { return Date().timeIntervalSince(start) }
             usleep(5_000)
         }
-        XCTFail("host b never saw: \(what)", file: file, line: line)
+        XCTFail("never seen: \(what)", file: file, line: line)
         return 10
     }
 

@@ -43,6 +43,19 @@ public protocol Database: AnyObject {
 }
 
 extension Database {
+    /// The end of every transaction, after its BEGIN: `body`, then COMMIT, or ROLLBACK
+    /// when either throws.
+    func committing<T>(_ body: () throws -> T) throws -> T {
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Runs a statement that returns no rows.
     public func run(_ sql: String, _ values: any SQLConvertible...) throws {
         try step(sql, values.map(\.sqlValue)) { _ in true }

@@ -22,6 +22,8 @@ public final class Library: Sendable {
     /// SQLite.
     public let host: String
     let writer: Locked<any Database>
+    /// See `unfinishedMark(backend:host:)`.
+    let unfinishedMark: Int64
     let readers: ConnectionPool
     private let lock: LibraryLock?
 
@@ -80,9 +82,7 @@ public final class Library: Sendable {
     /// mount takes it before it forks). `host`: this host's name (default: the
     /// environment's `ALBUMFS_HOST`, else the machine's name).
     public static func open(at path: String, access: Access, lock: LibraryLock? = nil, host: String? = nil) throws -> Library {
-        let root = Library.normalized(path)
-        guard try Library.backend(ofLibrary: root) != nil else { throw LibraryError.notALibrary(root) }
-        return try Library(root: root, access: access, lock: lock, host: host)
+        try Library(root: Library.normalized(path), access: access, lock: lock, host: host)
     }
 
     /// Where a library's metadata lives, or nil when `root` is not a library.
@@ -132,6 +132,7 @@ public final class Library: Sendable {
         guard let backend = try Library.backend(ofLibrary: root) else { throw LibraryError.notALibrary(root) }
         self.backend = backend
         host = backend == .sqlite ? "local" : try Library.hostName(givenHost)
+        unfinishedMark = Library.unfinishedMark(backend: backend, host: host)
         lock = access == .exclusive ? try (givenLock ?? LibraryLock(path: root, host: givenHost)) : nil
         let staging = backend == .sqlite ? LibraryPath.staging : LibraryPath.hostStaging(host)
         files = try LibraryFiles(root: root, staging: staging)
@@ -183,11 +184,18 @@ public final class Library: Sendable {
     /// What marks this host's plain files that are being written (`unfinished`): 1 with
     /// SQLite; with PostgreSQL a number of the host's name, so that a host that starts
     /// discards only its own (`recoverPlainFiles`).
-    var unfinishedMark: Int64 {
+    private static func unfinishedMark(backend: Backend, host: String) -> Int64 {
         guard backend != .sqlite else { return 1 }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 63 bits, never 0 or 1
         for byte in host.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return Int64(hash >> 1) | 2
+    }
+
+    /// Whether a file of the library's without a row may be another host's work in
+    /// progress (a blob or a plain file being created, whose row is not committed yet):
+    /// where several hosts serve the library, one touched within the last hour.
+    func isOtherHostsWork(_ st: stat, now: Int64) -> Bool {
+        backend != .sqlite && Int64(st.st_ctim.tv_sec) > now - 3600
     }
 
     /// The PostgreSQL server process of the writer connection: notifications it sent
@@ -234,9 +242,7 @@ public final class Library: Sendable {
         for file in unfinished {
             Log.warning("discarded \(file.name): it was being written when albumfs stopped, and never closed")
         }
-        // With several hosts, bytes in plain/ without a row may be another host's file
-        // being created right now: only gc removes them there (after a grace period).
-        if backend == .sqlite { try removeUnnamedPlainBytes() }
+        try removeUnnamedPlainBytes()
         for file in unfinished { try files.remove(.plainFile(file.id)) }
     }
 
@@ -244,15 +250,11 @@ public final class Library: Sendable {
     /// the daemon ran, whose bytes removal failed; sidecars deleted for good with their
     /// photo). Returns how many.
     @discardableResult
-    func removeUnnamedPlainBytes() throws -> Int {
+    func removeUnnamedPlainBytes(now: Int64 = nowSeconds()) throws -> Int {
         let known = Set(try read { try $0.allPlainFileIDs() })
         var removed = 0
-        let settled = nowSeconds() - 3600
         for name in try files.names(in: .plainFiles) where Int64(name).map({ !known.contains($0) }) ?? true {
-            // Where other hosts create plain files too, one without a row may be being
-            // created right now: only those untouched for an hour are leftovers there.
-            if blobs.shared, let st = try files.status(LibraryPath.plainFiles.appending(name)),
-               Int64(st.st_ctim.tv_sec) > settled { continue }
+            if let st = try files.status(LibraryPath.plainFiles.appending(name)), isOtherHostsWork(st, now: now) { continue }
             if try files.remove(LibraryPath.plainFiles.appending(name)) { removed += 1 }
         }
         return removed

@@ -38,7 +38,6 @@ public struct LibraryPath: Hashable, Sendable, CustomStringConvertible {
     /// The bytes of plain file `id`.
     public static func plainFile(_ id: Int64) -> LibraryPath { LibraryPath("plain/\(id)") }
 
-
     /// A cached thumbnail, keyed by content: `thumbnails/<size>/ab/<sha256>.<ext>`
     /// (`jpg` for the image, `failed` for a decoder's reason why there is none).
     public static func thumbnail(sha256: String, size: Int, ext: String) -> LibraryPath {

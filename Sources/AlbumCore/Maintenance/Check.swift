@@ -26,11 +26,10 @@ extension Library {
         // statement; SQLite is asked.
         if backend == .sqlite {
             try read { r in
-            let db = r.db
-            let integrity = try db.query("PRAGMA integrity_check") { $0.text(0) }
-            if integrity != ["ok"] { report.problems += integrity.map { "database integrity: \($0)" } }
-            let fk = try db.query("PRAGMA foreign_key_check") { "\($0.text(0)) row \($0.int64(1)) points at a missing \($0.text(2)) row" }
-            report.problems += fk.map { "database: \($0)" }
+                let integrity = try r.db.query("PRAGMA integrity_check") { $0.text(0) }
+                if integrity != ["ok"] { report.problems += integrity.map { "database integrity: \($0)" } }
+                let fk = try r.db.query("PRAGMA foreign_key_check") { "\($0.text(0)) row \($0.int64(1)) points at a missing \($0.text(2)) row" }
+                report.problems += fk.map { "database: \($0)" }
             }
         }
 

@@ -45,16 +45,16 @@ extension Library {
         // Where other hosts place blobs too, a file without a row may be one being
         // imported right now: only those older than an hour are orphans there.
         let known = Set(try read { r in try r.db.query("SELECT sha256 FROM blobs") { $0.text(0) } })
-        let settled = now - 3600
         for (_, hash) in try blobs.allFiles() where isSHA256Hex(hash) && !known.contains(hash) && !gone.contains(hash) {
-            if blobs.shared, let st = try files.status(.blob(hash)), Int64(st.st_ctim.tv_sec) > settled { continue }
-            if let st = try files.status(.blob(hash)) { report.freedBytes += Int64(st.st_size) }
+            let st = try files.status(.blob(hash))
+            if let st, isOtherHostsWork(st, now: now) { continue }
+            if let st { report.freedBytes += Int64(st.st_size) }
             try blobs.remove(hash)
             gone.insert(hash)
             report.removedBlobs += 1
         }
         report.removedThumbnails = try removeThumbnails(keeping: known)
-        try removeUnnamedPlainBytes()
+        try removeUnnamedPlainBytes(now: now)
         return report
     }
 

@@ -80,8 +80,15 @@ public enum FixedInode {
     /// Smart album folders are 16 + `SmartAlbum.rawValue`.
     public static let firstSmartAlbum: UInt64 = 16
 
-    /// The folder inode of album `id` (0: the top of Albums/).
-    public static func folder(ofAlbum id: Int64) -> UInt64 { id == 0 ? albums : UInt64(id) }
+    /// The folder inode of album `id` (0: the top of Albums/; `Album.rootParent`: the
+    /// root, where the desktop trash folders are).
+    public static func folder(ofAlbum id: Int64) -> UInt64 {
+        switch id {
+        case Album.rootParent: return root
+        case 0: return albums
+        default: return UInt64(id)
+        }
+    }
 
     /// The album a folder inode is, if it is one (albums are objects, ids >= 1000).
     public static func album(ofFolder ino: UInt64) -> Int64? {
@@ -152,7 +159,7 @@ extension LibraryRecords {
     /// a sub-album, a member (shown or not) or a plain file.
     func nameTaken(inAlbum albumID: Int64, key: String) throws -> Bool {
         if try db.scalar("SELECT 1 FROM albums WHERE parent_id = ? AND name_key = ?", albumID, key) != nil { return true }
-        let folder = albumID == Album.rootParent ? FixedInode.root : FixedInode.folder(ofAlbum: albumID)
+        let folder = FixedInode.folder(ofAlbum: albumID)
         if try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(folder), key) != nil { return true }
         if albumID > 0,
            try db.scalar("SELECT 1 FROM memberships WHERE album_id = ? AND name_key = ?", albumID, key) != nil { return true }

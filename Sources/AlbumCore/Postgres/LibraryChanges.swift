@@ -30,26 +30,24 @@ public enum LibraryChange: Sendable, Equatable {
         public let name: String
     }
 
-    /// Parses a notification's payload; nil for one this program does not know.
+    /// Parses a notification's payload (`PostgresSchema` says what it holds); nil for
+    /// one this program does not know.
     static func parse(_ payload: String) -> LibraryChange? {
-        guard let array = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [Any],
-              let kind = array.first as? String, array.count >= 6,
-              let id = (array[1] as? NSNumber)?.int64Value else { return nil }
-        func entry(_ at: Int) -> Entry? {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [Any], array.count >= 7,
+              let kind = array[0] as? String, let id = (array[1] as? NSNumber)?.int64Value else { return nil }
+        /// One side: its folder at `at`, its name at `at + 1`.
+        func side(_ at: Int) -> Entry? {
             guard let folder = (array[at] as? NSNumber)?.int64Value, let name = array[at + 1] as? String else { return nil }
             return Entry(folder: folder, name: name)
         }
+        let before = side(2), after = side(4)
         switch kind {
         case "asset":
-            func place(_ at: Int) -> Place? {
-                guard let name = array[at] as? String, let day = (array[at + 1] as? NSNumber)?.int64Value else { return nil }
-                return Place(name: name, day: day)
-            }
-            let bytes = array.count > 6 ? (array[6] as? Bool) ?? ((array[6] as? NSNumber)?.boolValue ?? true) : true
-            return .asset(id: id, before: place(2), after: place(4), bytesChanged: bytes)
-        case "member": return .membership(asset: id, before: entry(2), after: entry(4))
-        case "album": return .album(id: id, before: entry(2), after: entry(4))
-        case "plain": return .plainFile(id: id, before: entry(2), after: entry(4))
+            func place(_ side: Entry?) -> Place? { side.map { Place(name: $0.name, day: $0.folder) } }
+            return .asset(id: id, before: place(before), after: place(after), bytesChanged: array[6] as? Bool ?? true)
+        case "member": return .membership(asset: id, before: before, after: after)
+        case "album": return .album(id: id, before: before, after: after)
+        case "plain": return .plainFile(id: id, before: before, after: after)
         default: return nil
         }
     }

@@ -13,9 +13,6 @@ public struct PostgresError: Error, CustomStringConvertible {
         return sql.map { "\(code): \(message) (in: \($0))" } ?? "\(code): \(message)"
     }
 
-    /// Another transaction's work conflicts with this one's (SERIALIZABLE), or a
-    /// deadlock was broken by ending this one: the whole transaction may be tried again.
-    public var mayRetry: Bool { sqlState == "40001" || sqlState == "40P01" }
     /// 53100, disk_full: the server's disk is full.
     public var isDiskFull: Bool { sqlState == "53100" }
 }
@@ -122,29 +119,6 @@ public final class PostgresConnection: @unchecked Sendable {
                 PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
             }
             if !(try each(values)) { break }
-        }
-    }
-
-    /// Runs `body` in one transaction at `isolation`, committing when it returns and
-    /// rolling back when it throws. A transaction that PostgreSQL ended because another
-    /// conflicts with it (`PostgresError.mayRetry`) is run again, up to `attempts` times:
-    /// `body` must do nothing outside the database that a second run would repeat.
-    public func transaction<T>(_ isolation: String = "SERIALIZABLE", attempts: Int = 10,
-                               _ body: (PostgresConnection) throws -> T) throws -> T {
-        var attempt = 0
-        while true {
-            attempt += 1
-            try execute("BEGIN ISOLATION LEVEL \(isolation)")
-            do {
-                let value = try body(self)
-                try execute("COMMIT")
-                return value
-            } catch let error as PostgresError where error.mayRetry && attempt < attempts {
-                try? execute("ROLLBACK")
-            } catch {
-                try? execute("ROLLBACK")
-                throw error
-            }
         }
     }
 

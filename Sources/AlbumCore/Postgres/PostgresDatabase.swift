@@ -68,29 +68,21 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
 
     public func transaction<T>(_ kind: TransactionKind, _ body: () throws -> T) throws -> T {
         switch kind {
-        case .write(let durable):
+        case .write:
             try reconnecting { try execute("BEGIN ISOLATION LEVEL READ COMMITTED") }
-            do {
-                try execute("SELECT pg_advisory_xact_lock(\(Self.writerLock))")
-                // A lazy commit is in the server's WAL buffers at once, on disk within
-                // wal_writer_delay: the same promise as SQLite's synchronous=NORMAL.
-                if !durable { try execute("SET LOCAL synchronous_commit = off") }
-            } catch {
-                try? execute("ROLLBACK")
-                throw error
-            }
         case .snapshot:
             try reconnecting { try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
         }
         inTransaction = true
         defer { inTransaction = false }
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
+        return try committing {
+            if case .write(let durable) = kind {
+                try execute("SELECT pg_advisory_xact_lock(\(Self.writerLock))")
+                // A lazy commit is in the server's WAL buffers at once, on disk within
+                // wal_writer_delay: the same promise as SQLite's synchronous=NORMAL.
+                if !durable { try execute("SET LOCAL synchronous_commit = off") }
+            }
+            return try body()
         }
     }
 

@@ -163,61 +163,33 @@ enum PostgresSchema {
         CREATE TRIGGER memberships_count_move AFTER UPDATE OF asset_id ON memberships
             FOR EACH ROW WHEN (OLD.asset_id IS DISTINCT FROM NEW.asset_id) EXECUTE FUNCTION albumfs_count_links();
 
-        -- What changed, for the other hosts (RemoteChange.swift reads these arrays):
-        -- ["asset", id, old name, old day, new name, new day, bytes changed]
-        -- ["member", asset id, old album, old name, new album, new name]
-        -- ["album", id, old parent, old name, new parent, new name]
-        -- ["plain", id, old folder, old name, new folder, new name]
-        -- A side that does not exist (an insert's old, a delete's new) is null.
+        -- What changed, for the other hosts (LibraryChange.parse reads these arrays):
+        -- [kind, id, folder before, name before, folder after, name after, bytes changed].
+        -- Each trigger names its kind and which columns are the id and the folder (an
+        -- asset's "folder" is its capture day). A side that does not exist (an insert's
+        -- before, a delete's after) is null.
         CREATE FUNCTION albumfs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
         DECLARE
-            change json;
+            before jsonb;
+            after jsonb;
         BEGIN
-            IF TG_TABLE_NAME = 'assets' THEN
-                IF TG_OP = 'INSERT' THEN
-                    change := json_build_array('asset', NEW.id, NULL, NULL, NEW.name, NEW.taken_day, true);
-                ELSIF TG_OP = 'DELETE' THEN
-                    change := json_build_array('asset', OLD.id, OLD.name, OLD.taken_day, NULL, NULL, true);
-                ELSE
-                    change := json_build_array('asset', NEW.id, OLD.name, OLD.taken_day, NEW.name, NEW.taken_day,
-                                               OLD.sha256 IS DISTINCT FROM NEW.sha256 OR OLD.version IS DISTINCT FROM NEW.version);
-                END IF;
-            ELSIF TG_TABLE_NAME = 'memberships' THEN
-                IF TG_OP = 'INSERT' THEN
-                    change := json_build_array('member', NEW.asset_id, NULL, NULL, NEW.album_id, NEW.name);
-                ELSIF TG_OP = 'DELETE' THEN
-                    change := json_build_array('member', OLD.asset_id, OLD.album_id, OLD.name, NULL, NULL);
-                ELSE
-                    change := json_build_array('member', NEW.asset_id, OLD.album_id, OLD.name, NEW.album_id, NEW.name);
-                END IF;
-            ELSIF TG_TABLE_NAME = 'albums' THEN
-                IF TG_OP = 'INSERT' THEN
-                    change := json_build_array('album', NEW.id, NULL, NULL, NEW.parent_id, NEW.name);
-                ELSIF TG_OP = 'DELETE' THEN
-                    change := json_build_array('album', OLD.id, OLD.parent_id, OLD.name, NULL, NULL);
-                ELSE
-                    change := json_build_array('album', NEW.id, OLD.parent_id, OLD.name, NEW.parent_id, NEW.name);
-                END IF;
-            ELSE
-                IF TG_OP = 'INSERT' THEN
-                    change := json_build_array('plain', NEW.id, NULL, NULL, NEW.dir_ino, NEW.name);
-                ELSIF TG_OP = 'DELETE' THEN
-                    change := json_build_array('plain', OLD.id, OLD.dir_ino, OLD.name, NULL, NULL);
-                ELSE
-                    change := json_build_array('plain', NEW.id, OLD.dir_ino, OLD.name, NEW.dir_ino, NEW.name);
-                END IF;
-            END IF;
-            PERFORM pg_notify('\(channel)', change::text);
+            IF TG_OP <> 'INSERT' THEN before := to_jsonb(OLD); END IF;
+            IF TG_OP <> 'DELETE' THEN after := to_jsonb(NEW); END IF;
+            PERFORM pg_notify('\(channel)', jsonb_build_array(
+                TG_ARGV[0], coalesce(after, before) -> TG_ARGV[1],
+                before -> TG_ARGV[2], before -> 'name', after -> TG_ARGV[2], after -> 'name',
+                before IS NULL OR after IS NULL OR before -> 'sha256' IS DISTINCT FROM after -> 'sha256'
+                    OR before -> 'version' IS DISTINCT FROM after -> 'version')::text);
             RETURN NULL;
         END $$;
         CREATE TRIGGER assets_notify AFTER INSERT OR UPDATE OR DELETE ON assets
-            FOR EACH ROW EXECUTE FUNCTION albumfs_notify();
+            FOR EACH ROW EXECUTE FUNCTION albumfs_notify('asset', 'id', 'taken_day');
         CREATE TRIGGER memberships_notify AFTER INSERT OR UPDATE OR DELETE ON memberships
-            FOR EACH ROW EXECUTE FUNCTION albumfs_notify();
+            FOR EACH ROW EXECUTE FUNCTION albumfs_notify('member', 'asset_id', 'album_id');
         CREATE TRIGGER albums_notify AFTER INSERT OR UPDATE OR DELETE ON albums
-            FOR EACH ROW EXECUTE FUNCTION albumfs_notify();
+            FOR EACH ROW EXECUTE FUNCTION albumfs_notify('album', 'id', 'parent_id');
         CREATE TRIGGER plain_files_notify AFTER INSERT OR UPDATE OR DELETE ON plain_files
-            FOR EACH ROW EXECUTE FUNCTION albumfs_notify();
+            FOR EACH ROW EXECUTE FUNCTION albumfs_notify('plain', 'id', 'dir_ino');
         """
 
     /// Creates the schema in an empty database; refuses a database that holds a library.

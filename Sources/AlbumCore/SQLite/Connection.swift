@@ -112,14 +112,7 @@ public final class SQLiteConnection: Database, @unchecked Sendable {
         case .snapshot:
             try execute("BEGIN DEFERRED")
         }
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        return try committing(body)
     }
 }
 

@@ -12,9 +12,6 @@ extension FileSystem {
         var folders = Set<UInt64>(), files = Set<UInt64>()
         var names: [(UInt64, String)] = []
         let views: [Node] = [.allPhotos] + SmartAlbum.allCases.map { .smart($0) }
-        func albumFolder(_ album: Int64) -> UInt64 {
-            album == Album.rootParent ? FixedInode.root : FixedInode.folder(ofAlbum: album)
-        }
         func entry(_ folder: UInt64, _ name: String) {
             folders.insert(folder)
             names.append((folder, name))
@@ -35,14 +32,14 @@ extension FileSystem {
                 }
                 // Trashed, hidden or restored: its entries come and go in its albums.
                 for membership in (try? library.read({ try $0.memberships(ofAsset: id) })) ?? [] {
-                    entry(albumFolder(membership.albumID), membership.name)
+                    entry(FixedInode.folder(ofAlbum: membership.albumID), membership.name)
                 }
             case .membership(let asset, let before, let after):
                 files.insert(UInt64(asset))  // its link count
-                for side in [before, after].compactMap({ $0 }) { entry(albumFolder(side.folder), side.name) }
+                for side in [before, after].compactMap({ $0 }) { entry(FixedInode.folder(ofAlbum: side.folder), side.name) }
             case .album(let id, let before, let after):
-                files.insert(albumFolder(id))
-                for side in [before, after].compactMap({ $0 }) { entry(albumFolder(side.folder), side.name) }
+                files.insert(FixedInode.folder(ofAlbum: id))
+                for side in [before, after].compactMap({ $0 }) { entry(FixedInode.folder(ofAlbum: side.folder), side.name) }
             case .plainFile(let id, let before, let after):
                 files.insert(UInt64(id))
                 for side in [before, after].compactMap({ $0 }) { entry(UInt64(bitPattern: side.folder), side.name) }
