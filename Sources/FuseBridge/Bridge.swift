@@ -99,7 +99,9 @@ final class Bridge: @unchecked Sendable {
         let (node, a) = fs.kernelView(a, node: node)
         var e = fuse_entry_param()
         e.ino = node
-        e.generation = 0  // numbers are never reused
+        // A node id always stands for the same object: inode numbers are never reused,
+        // and its generation bits come back only when no open file holds the old one.
+        e.generation = 0
         e.attr = stat(a)
         e.attr_timeout = attrTimeout
         e.entry_timeout = cacheName ? entryTimeout : 0

@@ -70,8 +70,9 @@ final class HandleTable: Sendable {
         /// comes (or this time passes), readers open it cached, so that they cannot hold
         /// it in passthrough before the writer gets in.
         var reservedUntil: Double?
-        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && !reserved(monotonicSeconds()) }
-        func reserved(_ now: Double) -> Bool { reservedUntil.map { now < $0 } ?? false }
+        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && !reserved() }
+        /// Whether a writer's reservation holds (the clock is read only when there is one).
+        func reserved() -> Bool { reservedUntil.map { monotonicSeconds() < $0 } ?? false }
     }
 
     struct FileKey: Equatable, Sendable {
@@ -107,6 +108,9 @@ final class HandleTable: Sendable {
 
     func enablePassthrough(_ files: any BackingFiles) { backing.withLock { $0 = files } }
 
+    /// Whether read-only opens may be in passthrough (the kernel agreed at INIT).
+    var passthroughEnabled: Bool { backing.withLock { $0 != nil } }
+
     /// Whether kernel inode `node` is open in passthrough now.
     func inPassthrough(_ node: UInt64) -> Bool { table.withLock { $0.nodes[node]?.passthrough != nil } }
 
@@ -119,7 +123,6 @@ final class HandleTable: Sendable {
     /// which cannot be looked up again), else it is nil and nothing is added.
     func addReader(ino: UInt64, node: UInt64, state: OpenFile.State, candidate: FileDescriptor,
                    mayStart: Bool, shareOlder: Bool = false) -> OpenFile? {
-        let cached = OpenFile(ino: ino, node: node, state: state, mode: .cached)
         guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
             // Without passthrough (or a file that cannot be told apart): cached, which
             // the kernel refuses while the kernel inode is in passthrough.
@@ -135,7 +138,7 @@ final class HandleTable: Sendable {
                 io.passthrough = current
                 return .share(current.backingID)
             }
-            if io.cachedHandles > 0 || !mayStart || io.reserved(monotonicSeconds()) {
+            if io.cachedHandles > 0 || !mayStart || io.reserved() {
                 io.cachedHandles += 1
                 return .cached
             }
@@ -143,7 +146,7 @@ final class HandleTable: Sendable {
         }
         switch plan {
         case .cached:
-            return cached
+            return OpenFile(ino: ino, node: node, state: state, mode: .cached)
         case .stale:
             return nil
         case .share(let id):
@@ -166,7 +169,7 @@ final class HandleTable: Sendable {
                     io.passthrough = current
                     return (.passthrough(backingID: current.backingID), id)
                 }
-                guard let id, io.cachedHandles == 0, !io.reserved(monotonicSeconds()) else {
+                guard let id, io.cachedHandles == 0, !io.reserved() else {
                     io.cachedHandles += 1
                     return (.cached, id)
                 }
@@ -193,15 +196,21 @@ final class HandleTable: Sendable {
         return added ? OpenFile(ino: ino, node: node, state: state, mode: .cached) : nil
     }
 
-    /// Keeps kernel inode `node` out of passthrough for a moment: a writer is on its way.
-    /// Whether any open file (or a writer on its way) uses kernel inode `node`.
-    func inUse(_ node: UInt64) -> Bool { table.withLock { $0.nodes[node] != nil } }
+    /// Whether any open file (or a writer on its way) uses kernel inode `node`. A
+    /// reservation the writer never claimed is dropped here once it has passed.
+    func inUse(_ node: UInt64) -> Bool {
+        table.withLock { s in
+            guard let io = s.nodes[node] else { return false }
+            if io.isEmpty { s.nodes[node] = nil }
+            return !io.isEmpty
+        }
+    }
 
+    /// Keeps kernel inode `node` out of passthrough for a moment: a writer is on its way.
     func reserveForWriter(_ node: UInt64) {
         let until = monotonicSeconds() + 2
         table.withLock { s in s.nodes[node, default: NodeIO()].reservedUntil = until }
     }
-
 
     /// The handle number of an open file just added.
     func handle(for file: OpenFile) -> UInt64 {
@@ -298,7 +307,8 @@ extension FileSystem {
         // A file server opens by handle (open_by_handle_at), which the kernel does not look
         // up again after ESTALE: on a kernel inode the photo has left, it reads the
         // version the readers there hold, the one its size says.
-        let server = FileServers.isServer(pid)
+        // (Which process opens matters only where an open may be in passthrough.)
+        let server = handles.passthroughEnabled && FileServers.isServer(pid)
         guard let open = handles.addReader(ino: ino, node: node, state: .readOnly(file), candidate: file,
                                            mayStart: !server, shareOlder: server && node != kernelNodes.node(of: ino)) else {
             throw openElsewhere(ino, from: node, name())
@@ -320,7 +330,7 @@ extension FileSystem {
         }
         if let item = try? existing(ino) {
             switch item {
-            case .asset(let asset), .thumbnail(let asset): afterChange(asset: asset, views: asset)
+            case .asset(let asset), .thumbnail(let asset): forgetNames(of: asset)
             default: break
             }
         }

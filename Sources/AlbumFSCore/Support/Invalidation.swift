@@ -17,6 +17,20 @@ extension FileSystem {
     func afterChange(asset: Asset? = nil, views before: Asset? = nil, folders: [UInt64] = [],
                      entries: [(UInt64, String)] = []) {
         touch()
+        let touched = touchedBy(asset: asset, views: before, folders: folders, entries: entries)
+        invalidate(folders: touched.folders, files: touched.files, names: touched.names)
+    }
+
+    /// The names of `asset` everywhere it shows, dropped without a change: its kernel
+    /// inode moved (`openElsewhere`), so lookups must reach the daemon again, while its
+    /// listings and attributes, and the library's time, stay as they are.
+    func forgetNames(of asset: Asset) {
+        invalidate(folders: [], files: [], names: touchedBy(views: asset).names)
+    }
+
+    /// What a change of `asset` (see `afterChange`) touches: listings, attributes, names.
+    private func touchedBy(asset: Asset? = nil, views before: Asset? = nil, folders: [UInt64] = [],
+                           entries: [(UInt64, String)] = []) -> (folders: Set<UInt64>, files: Set<UInt64>, names: [(UInt64, String)]) {
         var inodes = Set(folders)
         var files = Set<UInt64>()
         var names = entries
@@ -61,7 +75,7 @@ extension FileSystem {
                 }
             }
         }
-        invalidate(folders: inodes, files: files, names: names)
+        return (inodes, files, names)
     }
 
     /// Sends the invalidations of changed folders, files and names, with the thumbnail
