@@ -13,7 +13,7 @@ enum Commands {
     static let all: [Command] = [
         InitCommand.command, MountCommand.command, ImportCommand.command, AlbumsCommand.command,
         InfoCommand.command, StatsCommand.command, ThumbnailsCommand.command, CheckCommand.command,
-        GCCommand.command, VersionsCommand.command, RevertCommand.command, DecoderWorkerCommand.command,
+        GCCommand.command, MigrateCommand.command, VersionsCommand.command, RevertCommand.command, DecoderWorkerCommand.command,
     ]
 
     static let overview = """
