@@ -29,6 +29,13 @@ final class Bridge: @unchecked Sendable {
         Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue().bridge!
     }
 
+    /// Waits until the names queued so far are dropped, holding no lock of the daemon's.
+    /// Only for a flush, during which the kernel holds no folder's lock: close() then
+    /// returns after the kernel forgot the names the close changed, so that a program
+    /// that looks at the file right after sees what the close made of it (bytes the
+    /// library had become that photo, with its inode number).
+    func waitForQueuedNames() { notifier.sync {} }
+
     /// Listings and attributes are dropped at once, from the request's own thread
     /// (`fuse_reverse_inval_inode` takes no lock a request holds); names are queued and
     /// sent after the reply.

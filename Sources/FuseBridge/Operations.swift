@@ -125,7 +125,9 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.flush = { req, ino, fi in
         let b = Bridge.from(req)
         b.handle(req, "close of \(ino)") {
-            try b.fs.flush(handle: shim_fi_fh(fi))
+            let closed = Result { try b.fs.flush(handle: shim_fi_fh(fi)) }
+            b.waitForQueuedNames()
+            try closed.get()
             fuse_reply_err(req, 0)
         }
     }

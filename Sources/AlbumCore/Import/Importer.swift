@@ -99,18 +99,15 @@ extension Library {
         }
     }
 
-    /// A blob that exists but is damaged (altered, cut short, missing) is replaced by
-    /// `file`, whose bytes have its hash. Returns whether it healed one.
-    @discardableResult
-    public func healIfDamaged(_ file: HashedFile) throws -> Bool {
-        guard try read({ try $0.blobRecord(file.sha256) }) != nil, let problem = blobProblem(file.sha256) else { return false }
+    /// Replaces a blob that a row names and that is damaged (`problem`: altered, cut
+    /// short) by `file`, whose bytes have its hash.
+    private func heal(_ file: HashedFile, _ problem: String) throws {
         _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
         let placed = try blobs.open(file.sha256)
         let st = try placed.status()
         try write { try $0.healBlob(file.sha256, size: file.size, mtimeNs: st.modificationNanoseconds) }
         blobs.seal(file.sha256, descriptor: placed)
         Log.info("repaired the original \(file.sha256) (it \(problem)) with good bytes of the same hash")
-        return true
     }
 
     /// Imports one file from outside the library (the command line): copied into
@@ -127,7 +124,7 @@ extension Library {
         }
         defer { _ = try? files.remove(staged.path) }
         if let existing = try read({ try $0.assets(withSHA256: staged.sha256).first }) {
-            try healIfDamaged(staged)
+            _ = try placeBlob(staged)  // heals the blob if it is damaged
             return try write { tx in try tx.addExisting(existing.id, destination: destination) }
         }
         let metadata: MediaMetadata
@@ -153,24 +150,28 @@ extension Library {
         }
     }
 
-    /// Places `file` (bytes of its hash, in the library) as their blob, unless a blob file
-    /// that a row names holds them already (nil: nothing placed). A blob file that no row
-    /// names is what a crash leaves behind, maybe short (a close links its bytes before it
-    /// syncs them, `BlobStore.placeEarly`): never trusted, these bytes replace it (nil as
-    /// well: good bytes that no row names are an orphan for gc, never to be taken back).
+    /// Makes `file` (bytes of its hash, in the library) the blob of those bytes, and
+    /// returns the placement when it made one (a transaction that then fails takes it
+    /// back). A blob that a row names is kept, or healed with these bytes if it is
+    /// damaged (altered, cut short, missing). A blob file that no row names is what a
+    /// crash leaves behind, maybe short (a close links its bytes before it syncs them,
+    /// `BlobStore.placeEarly`): never trusted, these bytes replace it (nil as well: good
+    /// bytes that no row names are an orphan for gc, never to be taken back).
     public func placeBlob(_ file: HashedFile) throws -> BlobStore.Placement? {
+        if try read({ try $0.blobRecord(file.sha256) }) != nil {
+            if let problem = blobProblem(file.sha256) { try heal(file, problem) }
+            return nil
+        }
         guard blobs.exists(file.sha256) else {
             return try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256)
         }
-        if try read({ try $0.blobRecord(file.sha256) }) == nil {
-            // Shared by several hosts: the file may be another host's placement, linked
-            // once synced and about to be committed. Its bytes decide.
-            if blobs.shared, (try? blobs.open(file.sha256).sha256()) == file.sha256 {
-                try blobs.syncPlaced(file.sha256)
-                return nil
-            }
-            _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
+        // Shared by several hosts: the file may be another host's placement, linked once
+        // synced and about to be committed. Its bytes decide.
+        if blobs.shared, (try? blobs.open(file.sha256).sha256()) == file.sha256 {
+            try blobs.syncPlaced(file.sha256)
+            return nil
         }
+        _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
         return nil
     }
 }

@@ -101,11 +101,7 @@ extension FileSystem {
             // A close placing these same bytes now has linked them without a row yet:
             // wait until it has landed or taken them back, then look.
             if !inFlight { blobsInFlight.waitWhilePlaced(bytes.sha256) }
-            if library.blobs.exists(bytes.sha256), try library.read({ try $0.blobRecord(bytes.sha256) }) != nil {
-                try library.healIfDamaged(file)
-            } else {
-                placement = try explained("cannot store \(name)") { try library.placeBlob(file) }
-            }
+            placement = try explained("cannot store \(name)") { try library.placeBlob(file) }
         }
         let landed: Landed
         do {
