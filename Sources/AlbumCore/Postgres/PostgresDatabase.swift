@@ -55,6 +55,7 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
         } else {
             text = Self.numberingPlaceholders(sql)
             translated[sql] = text
+            PreparedSQL.note(sql)
         }
         let parameters = values.map(Self.text(of:)), types = values.map(Self.type(of:))
         if inTransaction {
@@ -86,10 +87,21 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
         }
     }
 
-    /// PostgreSQL 15 plans a statement with parameters only for given values; the plan
-    /// checks run on SQLite (docs/scale.md).
+    /// PostgreSQL's generic plan for `sql`: the one it would use for any values of the
+    /// parameters (PostgreSQL 15 has no `EXPLAIN (GENERIC_PLAN)`; a prepared statement
+    /// run with `plan_cache_mode = force_generic_plan` and NULLs shows it, without
+    /// running it).
     public func queryPlan(_ sql: String) throws -> [String] {
-        try connection.query("EXPLAIN " + sql).map { $0.first.flatMap { $0 } ?? "" }
+        let text = Self.numberingPlaceholders(sql)
+        let parameters = text.filter { $0 == "$" }.count
+        try execute("SET plan_cache_mode = force_generic_plan")
+        try execute("PREPARE albumfs_plan AS " + text)
+        defer {
+            try? execute("DEALLOCATE albumfs_plan")
+            try? execute("RESET plan_cache_mode")
+        }
+        let values = parameters == 0 ? "" : "(" + Array(repeating: "NULL", count: parameters).joined(separator: ", ") + ")"
+        return try connection.query("EXPLAIN EXECUTE albumfs_plan" + values).map { $0.first.flatMap { $0 } ?? "" }
     }
 
     // MARK: values
