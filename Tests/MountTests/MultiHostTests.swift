@@ -25,8 +25,8 @@ final class MultiHostTests: XCTestCase {
         lib = temp.sub("lib")
         let created = try Processes.run(Processes.albumfs, ["init", lib, "--database", database], timeout: 60)
         XCTAssertTrue(created.ok, created.stderr)
-        a = try MountedLibrary(library: lib, temp: temp, name: "a", options: ["host=a"])
-        b = try MountedLibrary(library: lib, temp: temp, name: "b", options: ["host=b"])
+        a = try MountedLibrary(library: lib, temp: temp, name: "a", options: ["host=a", "allow_other"])
+        b = try MountedLibrary(library: lib, temp: temp, name: "b", options: ["host=b", "allow_other"])
     }
 
     override func tearDown() {
@@ -155,5 +155,30 @@ final class MultiHostTests: XCTestCase {
                        try Data(contentsOf: URL(fileURLWithPath: source)))
         try sh("mkdir '\(b.mountpoint)/Albums/Rome'")
         waitFor("the album made through b, seen through a") { exists(a.mountpoint + "/Albums/Rome") }
+    }
+
+    /// An NFS client moves from host a to host b, as when a fails and its service address
+    /// moves to b: the file handles it got through a's ganesha are accepted by b's (same
+    /// export block, mount-scripts/sharing) and name the same files, though b's kernel
+    /// never looked those files up. The handles hold FUSE node ids, which are the inode
+    /// numbers every host shares, and the filesystem's major number (fsid_type Major64).
+    func testNFSHandlesGotThroughHostAAreAcceptedByHostB() throws {
+        let trip = a.mountpoint + "/Albums/Trip"
+        try FileManager.default.createDirectory(atPath: trip, withIntermediateDirectories: false)
+        try sh("cp '\(gps)/DSCN0010.jpg' '\(gps)/DSCN0012.jpg' '\(trip)/'")
+        let nfs = try GaneshaServer(exporting: a.mountpoint, in: temp)
+        defer { nfs.stop() }
+        let holder = try NFSHolder(nfs, paths: ["/Albums/Trip/DSCN0010.jpg", "/All Photos/DSCN0010.jpg", "/Albums/Trip/DSCN0012.jpg"],
+                                   in: temp)
+        defer { holder.stop() }
+        XCTAssertEqual(holder.before.count, 3, holder.before.joined(separator: "\n"))
+
+        // Host a goes down, ganesha and daemon; host b's ganesha takes over the address.
+        nfs.stopGanesha()
+        a.unmount()
+        try nfs.failOver(to: b.mountpoint)
+        let after = holder.readAgain()
+        XCTAssertEqual(after.status, 0, after.lines.joined(separator: "\n"))
+        XCTAssertEqual(after.lines, holder.before, "same inode numbers and bytes through host a's handles")
     }
 }

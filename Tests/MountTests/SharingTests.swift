@@ -197,28 +197,14 @@ final class SharingTests: XCTestCase {
     /// mount gets another device number (nfs-ganesha names the filesystem in its handles
     /// by it, unless told otherwise: `fsid_type` in mount-scripts/sharing).
     func testNFSFileHandlesSurviveADaemonRestart() throws {
-        let client = temp.sub("nfs-hold")
-        let built = try Processes.run("gcc", ["-O1", "-o", client, Samples.packageRoot + "/Tests/Clients/nfs-hold.c", "-lnfs"])
-        XCTAssertTrue(built.ok, built.stderr)
         let nfs = try GaneshaServer(exporting: mount.mountpoint, in: temp)
         defer { nfs.stop() }
         // A client opens two files (one photo seen in two places) and holds the handles.
-        let input = Pipe(), output = temp.sub("hold.out")
-        FileManager.default.createFile(atPath: output, contents: nil)
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: try Processes.which("nsenter"))
-        holder.arguments = ["--net=/proc/\(nfs.namespacePID)/ns/net", client, "127.0.0.1", mount.mountpoint,
-                            "/Albums/Tuscany/DSCN0010.jpg", "/All Photos/DSCN0010.jpg", "/Albums/Tuscany/DSCN0012.jpg"]
-        holder.standardInput = input
-        holder.standardOutput = FileHandle(forWritingAtPath: output)
-        holder.standardError = FileHandle(forWritingAtPath: output)
-        try holder.run()
-        defer { if holder.isRunning { holder.terminate() } }
-        func lines() -> [String] { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
-        let deadline = Date().addingTimeInterval(30)
-        while !lines().contains("HELD") && holder.isRunning && Date() < deadline { usleep(100_000) }
-        let before = lines()
-        XCTAssertEqual(before.count, 4, before.joined(separator: "\n"))
+        let holder = try NFSHolder(nfs, paths: ["/Albums/Tuscany/DSCN0010.jpg", "/All Photos/DSCN0010.jpg", "/Albums/Tuscany/DSCN0012.jpg"],
+                                   in: temp)
+        defer { holder.stop() }
+        let before = holder.before
+        XCTAssertEqual(before.count, 3, before.joined(separator: "\n"))
 
         // The daemon dies and comes back; ganesha, which held the old mount, restarts too.
         // Meanwhile another FUSE mount takes the device number the old mount had, as any
@@ -236,13 +222,10 @@ final class SharingTests: XCTestCase {
         XCTAssertEqual(stat(mount.mountpoint, &st), 0)
         XCTAssertNotEqual(st.st_dev, deviceBefore, "the restarted mount has the same device number: the case is not tested")
         try nfs.start()
-        input.fileHandleForWriting.write(Data("go\n".utf8))
-        holder.waitUntilExit()
-        let after = Array(lines().dropFirst(4))
-        XCTAssertEqual(holder.terminationStatus, 0, lines().joined(separator: "\n"))
-        XCTAssertEqual(after, Array(before.prefix(3)), "same inode numbers and bytes through the old handles")
-        // "PATH INODE SIZE SUM": the path may hold spaces, so count from the end.
-        let inodes = Set(before.prefix(2).map { line in String(line.split(separator: " ").reversed()[2]) })
+        let after = holder.readAgain()
+        XCTAssertEqual(after.status, 0, after.lines.joined(separator: "\n"))
+        XCTAssertEqual(after.lines, before, "same inode numbers and bytes through the old handles")
+        let inodes = Set(before.prefix(2).map(NFSHolder.inode))
         XCTAssertEqual(inodes.count, 1, "one photo, one inode, wherever it shows")
     }
 }

@@ -122,7 +122,8 @@ public final class SambaServer: @unchecked Sendable {
 /// Clients run in the namespace through nsenter.
 public final class GaneshaServer: @unchecked Sendable {
     let directory: String
-    let mountpoint: String
+    /// The mount exported (another after `failOver(to:)`).
+    public private(set) var mountpoint: String
     var namespace: OwnedProcess?
     var rpcbind: OwnedProcess?
     var ganesha: OwnedProcess?
@@ -131,6 +132,20 @@ public final class GaneshaServer: @unchecked Sendable {
         self.mountpoint = mountpoint
         directory = temp.sub("ganesha")
         try FileManager.default.createDirectory(atPath: directory + "/recovery", withIntermediateDirectories: true)
+        try writeConfig()
+        namespace = try OwnedProcess("network namespace", ["unshare", "--net", "sleep", "86400"])
+        usleep(200_000)
+        guard try client(["ip", "link", "set", "lo", "up"]).ok else {
+            throw Processes.ProcessError.notFound("a loopback in the network namespace")
+        }
+        rpcbind = try OwnedProcess("rpcbind", ["nsenter", "--net=/proc/\(namespace!.pid)/ns/net", "rpcbind", "-w", "-f"],
+                                   log: "\(directory)/rpcbind.log")
+        usleep(300_000)
+        try start()
+    }
+
+    /// ganesha.conf: the export block of mount-scripts/sharing for `mountpoint`.
+    private func writeConfig() throws {
         let snippet = try String(contentsOfFile: Samples.packageRoot + "/mount-scripts/sharing/ganesha.conf.snippet", encoding: .utf8)
             .replacingOccurrences(of: "/srv/photos", with: mountpoint)
         let config = """
@@ -149,15 +164,6 @@ public final class GaneshaServer: @unchecked Sendable {
             \(snippet)
             """
         try config.write(toFile: "\(directory)/ganesha.conf", atomically: true, encoding: .utf8)
-        namespace = try OwnedProcess("network namespace", ["unshare", "--net", "sleep", "86400"])
-        usleep(200_000)
-        guard try client(["ip", "link", "set", "lo", "up"]).ok else {
-            throw Processes.ProcessError.notFound("a loopback in the network namespace")
-        }
-        rpcbind = try OwnedProcess("rpcbind", ["nsenter", "--net=/proc/\(namespace!.pid)/ns/net", "rpcbind", "-w", "-f"],
-                                   log: "\(directory)/rpcbind.log")
-        usleep(300_000)
-        try start()
     }
 
     /// Starts ganesha (again, after a restart of the mount it exports).
@@ -171,6 +177,16 @@ public final class GaneshaServer: @unchecked Sendable {
             usleep(200_000)
         }
         throw Processes.ProcessError.notFound("ganesha did not answer: \(log)")
+    }
+
+    /// Another host takes over the service address: this ganesha stops, and one with the
+    /// same export block (same Export_Id) starts on the same address exporting `other`,
+    /// as the second host's ganesha would behind a moved service address.
+    public func failOver(to other: String) throws {
+        stopGanesha()
+        mountpoint = other
+        try writeConfig()
+        try start()
     }
 
     public func stopGanesha() {

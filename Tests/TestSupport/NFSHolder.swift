@@ -1,0 +1,60 @@
+import Foundation
+import Glibc
+
+/// An NFSv3 client that holds open file handles while the test changes the server side
+/// (Tests/Clients/nfs-hold.c, built with gcc and libnfs, run in ganesha's namespace).
+/// It prints "PATH INODE SIZE SUM" for each file when it opens them, then again, through
+/// the same handles, when `readAgain()` tells it to.
+public final class NFSHolder: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe()
+    private let output: String
+
+    /// The lines printed when the files were opened.
+    public private(set) var before: [String] = []
+
+    /// Mounts the export of `server`, opens `paths` (inside the export) and waits until
+    /// they are held.
+    public init(_ server: GaneshaServer, paths: [String], in temp: TempDirectory) throws {
+        let client = temp.sub("nfs-hold")
+        if access(client, X_OK) != 0 {
+            let built = try Processes.run("gcc", ["-O1", "-o", client, Samples.packageRoot + "/Tests/Clients/nfs-hold.c", "-lnfs"])
+            guard built.ok else { throw Processes.ProcessError.notFound("the nfs-hold client (gcc: \(built.stderr))") }
+        }
+        output = temp.sub("nfs-hold-\(UUID().uuidString).out")
+        FileManager.default.createFile(atPath: output, contents: nil)
+        process.executableURL = URL(fileURLWithPath: try Processes.which("nsenter"))
+        process.arguments = ["--net=/proc/\(server.namespacePID)/ns/net", client, "127.0.0.1", server.mountpoint] + paths
+        process.standardInput = input
+        process.standardOutput = FileHandle(forWritingAtPath: output)
+        process.standardError = FileHandle(forWritingAtPath: output)
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while !lines().contains("HELD") && process.isRunning && Date() < deadline { usleep(100_000) }
+        before = Array(lines().prefix { $0 != "HELD" })
+    }
+
+    private func lines() -> [String] {
+        ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// Reads every file again through the handles opened at first; the client's exit
+    /// status (0: every read succeeded) and the lines it printed.
+    public func readAgain() -> (status: Int32, lines: [String]) {
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+        process.waitUntilExit()
+        return (process.terminationStatus, Array(lines().drop { $0 != "HELD" }.dropFirst()))
+    }
+
+    /// The inode number in a printed line ("PATH INODE SIZE SUM": the path may hold
+    /// spaces, so it is counted from the end).
+    public static func inode(_ line: String) -> String {
+        String(line.split(separator: " ").reversed()[2])
+    }
+
+    public func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+    }
+
+    deinit { stop() }
+}
