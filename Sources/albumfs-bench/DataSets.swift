@@ -13,10 +13,11 @@ enum DataSets {
         return path
     }
 
-    /// A fresh library at `path` with the seed photo imported; returns it and the seed's hash.
-    static func library(at path: String, seed: String) throws -> (Library, String) {
+    /// A fresh library at `path` (its metadata in the PostgreSQL `database`, if given)
+    /// with the seed photo imported; returns it and the seed's hash.
+    static func library(at path: String, database: String? = nil, seed: String) throws -> (Library, String) {
         _ = try? Harness.sh("chmod -R u+w \(Harness.q(path)) 2>/dev/null; rm -rf \(Harness.q(path))", check: false)
-        let library = try Library.create(at: path)
+        let library = try Library.create(at: path, database: database)
         guard let asset = try library.importFile(at: seed, originalName: "seed.jpg", destination: .library).asset else {
             throw BenchError("the seed photo was refused")
         }
@@ -47,5 +48,36 @@ enum DataSets {
             a.trashed = f == 4
             return a
         }
+    }
+
+    /// The library the listing figures walk: an album of each of `sizes` and the rest of
+    /// `libraryAssets` outside albums. Returns it and its folders with their sizes
+    /// ("Albums/Album 1000", ..., "All Photos").
+    static func listLibrary(at path: String, database: String? = nil, seed: String, sizes: [Int],
+                            libraryAssets: Int) throws -> (Library, [(String, Int)]) {
+        let (library, sha) = try DataSets.library(at: path, database: database, seed: seed)
+        var folders: [(String, Int)] = []
+        var made = 0
+        for size in sizes {
+            let album = try library.write { try $0.createAlbum(named: "Album \(size)", in: 0) }
+            let items = DataSets.assets(size, prefix: "A\(size)_").map { item -> SyntheticAsset in
+                var plain = item
+                plain.kinds = []; plain.hidden = false; plain.trashed = false
+                return plain
+            }
+            try library.addSyntheticAssets(items, sha256: sha, album: album.id)
+            folders.append(("Albums/Album \(size)", size))
+            made += size
+        }
+        if libraryAssets > made {
+            let rest = DataSets.assets(libraryAssets - made, prefix: "L_").map { item -> SyntheticAsset in
+                var plain = item
+                plain.hidden = false; plain.trashed = false
+                return plain
+            }
+            try library.addSyntheticAssets(rest, sha256: sha)
+        }
+        folders.append(("All Photos", try library.count(in: .allPhotos)))
+        return (library, folders)
     }
 }

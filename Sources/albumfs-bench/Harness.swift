@@ -90,10 +90,13 @@ enum Harness {
     static func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
     /// Deletes the library at `path`, if any (its originals are read-only, hence the
-    /// chmod), and makes an empty one there with `albumfs init`.
-    static func freshLibrary(_ path: String) throws {
+    /// chmod), and makes an empty one there with `albumfs init` (its metadata in the
+    /// empty PostgreSQL `database`, if given).
+    static func freshLibrary(_ path: String) throws { try freshLibrary(path, database: nil) }
+
+    static func freshLibrary(_ path: String, database: String?) throws {
         _ = try? sh("chmod -R u+w \(q(path)) 2>/dev/null; rm -rf \(q(path))", check: false)
-        try sh("\(q(albumfs)) init \(q(path))")
+        try sh("\(q(albumfs)) init \(q(path))" + (database.map { " --database \(q($0))" } ?? ""))
     }
 
     /// Whether this run may drop the kernel's caches (root writes drop_caches). Without

@@ -56,6 +56,22 @@ enum ImportBench {
         }
     }
 
+    /// Median time of `cp -r` of `card` into a new album of a mount of `library`, made
+    /// anew by `fresh` before each run.
+    static func timeCopy(_ card: String, into library: String, mountpoint: String, runs: Int,
+                         fresh: (String) throws -> Void) throws -> Double {
+        var mount: BenchMount?
+        defer { mount?.unmount() }
+        return try Harness.median(runs, prepare: {
+            mount?.unmount()
+            try fresh(library)
+            mount = try BenchMount(library: library, mountpoint: mountpoint)
+            try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
+        }) {
+            try Harness.sh("cp -r \(Harness.q(card))/. \(Harness.q(mountpoint))/Albums/Card/")
+        }
+    }
+
     static func run(dir: String, count: Int, small: Bool = false) throws {
         let card = small ? try smallCard(in: dir, count: count) : try card(in: dir, count: count)
         let what = small ? "small photos" : "24 MP photos"
@@ -65,17 +81,7 @@ enum ImportBench {
 
         // AlbumFS: a fresh library each run.
         let library = dir + (small ? "/import-small.library" : "/import.library")
-        let mountpoint = dir + "/import.mnt"
-        var mount: BenchMount?
-        let ours = try Harness.median(runs, prepare: {
-            mount?.unmount()
-            try Harness.freshLibrary(library)
-            mount = try BenchMount(library: library, mountpoint: mountpoint)
-            try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
-        }) {
-            try Harness.sh("cp -r \(Harness.q(card))/. \(Harness.q(mountpoint))/Albums/Card/")
-        }
-        mount?.unmount()
+        let ours = try timeCopy(card, into: library, mountpoint: dir + "/import.mnt", runs: runs, fresh: Harness.freshLibrary)
 
         // passthrough_ll onto the same disk.
         let target = dir + "/import.passthrough-target"

@@ -8,30 +8,8 @@ import Glibc
 enum ListBench {
     static func run(dir: String, sizes: [Int], libraryAssets: Int) throws {
         let path = dir + "/list.library"
-        let (library, sha) = try DataSets.library(at: path, seed: try DataSets.seedPhoto(in: dir))
-        var folders: [(String, Int)] = []
-        var made = 0
-        for size in sizes {
-            let album = try library.write { try $0.createAlbum(named: "Album \(size)", in: 0) }
-            let items = DataSets.assets(size, prefix: "A\(size)_").map { item -> SyntheticAsset in
-                var plain = item
-                plain.kinds = []; plain.hidden = false; plain.trashed = false
-                return plain
-            }
-            try library.addSyntheticAssets(items, sha256: sha, album: album.id)
-            folders.append(("Albums/Album \(size)", size))
-            made += size
-        }
-        if libraryAssets > made {
-            let rest = DataSets.assets(libraryAssets - made, prefix: "L_").map { item -> SyntheticAsset in
-                var plain = item
-                plain.hidden = false; plain.trashed = false
-                return plain
-            }
-            try library.addSyntheticAssets(rest, sha256: sha)
-        }
-        let allPhotos = try library.count(in: .allPhotos)
-        folders.append(("All Photos", allPhotos))
+        let (library, folders) = try DataSets.listLibrary(at: path, seed: try DataSets.seedPhoto(in: dir), sizes: sizes,
+                                                          libraryAssets: libraryAssets)
         let names: [String: [String]] = try Dictionary(uniqueKeysWithValues: folders.map { folder, _ in
             if folder == "All Photos" { return (folder, try library.assets(in: .allPhotos).map(\.name)) }
             let album = try library.album(path: [String(folder.dropFirst("Albums/".count))])!

@@ -18,6 +18,8 @@ let usage = """
                 through passthrough_ll and albumfs import
       thumbnails  thumbnails per second through the mount, against vipsthumbnail and ImageMagick
       scale     mount time, peak RSS and ls of a small album at 10,000 to 1,000,000 assets
+      postgres  listing, lookup and cp -r import on a PostgreSQL library against the same on
+                SQLite, and how soon a second host lists a photo copied in through the first
 
     Options:
       --dir DIR      where data sets are built (default /var/tmp/albumfs-bench)
@@ -58,7 +60,7 @@ while !args.isEmpty {
     default: selected.append(arg)
     }
 }
-if selected.isEmpty { selected = ["queries", "read", "list", "import", "thumbnails", "scale"] }
+if selected.isEmpty { selected = ["queries", "read", "list", "import", "thumbnails", "scale", "postgres"] }
 
 let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
 Harness.albumfs = binDir + "/albumfs"
@@ -88,6 +90,7 @@ do {
             try ImportBench.run(dir: dir, count: photos)
             try ImportBench.run(dir: dir, count: smallPhotos, small: true)
         case "thumbnails": try ThumbnailBench.run(dir: dir, count: min(photos, 100))
+        case "postgres": try PostgresBench.run(dir: dir, albumSize: 10_000, libraryAssets: listAssets, smallPhotos: smallPhotos)
         default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)
         }
     }

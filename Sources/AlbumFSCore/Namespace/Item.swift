@@ -132,11 +132,7 @@ extension FileSystem {
             }
             return try records.asset(id: id).map { .sharedThumbnail(SharedEntry(asset: $0, name: $0.name, large: large, membership: nil)) }
         case .object(let id):
-            if let asset = try records.asset(id: id) { return .asset(asset) }
-            if let album = try records.album(id: id) { return .album(album) }
-            if let plain = try records.plainFile(id: id) { return .plain(plain) }
-            if let aliased = try records.aliasedAsset(ino: id), let asset = try records.asset(id: aliased) { return .asset(asset) }
-            return nil
+            return try object(id, in: records)
         }
     }
 
