@@ -12,6 +12,18 @@ static inline VipsImage *shim_vips_open_header(const char *path) {
     return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
 }
 
+// The header through the loader named (the sniffer knows the format already):
+// vips_image_new_from_file first asks every loader whether the file is theirs,
+// OpenSlide's detection among them, which costs more than a JPEG's header itself
+// (0.2-0.3 ms a file here, against 0.09 ms for the header). A loader this libvips
+// lacks: that search after all.
+static inline VipsImage *shim_vips_open_header_with(const char *path, const char *loader) {
+    if (!loader || !vips_type_find("VipsOperation", loader)) return shim_vips_open_header(path);
+    VipsImage *out = NULL;
+    if (vips_call(loader, path, &out, "access", VIPS_ACCESS_SEQUENTIAL, NULL)) return NULL;
+    return out;
+}
+
 // Shrink-on-load thumbnail, upright by EXIF orientation, never enlarged.
 static inline int shim_vips_thumbnail(const char *path, int size, VipsImage **out) {
     return vips_thumbnail(path, out, size, "height", size, "size", VIPS_SIZE_DOWN,

@@ -154,6 +154,22 @@ struct SaveTests {
         try f.expectPKept()
     }
 
+    /// ftruncate of a photo to a shorter length keeps its first bytes (the copy the next
+    /// version is written into holds just those); writing the rest back is no new version.
+    @Test(arguments: Kind.allCases)
+    func aPhotoCutShortKeepsItsFirstBytes(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let cut = Int64(Fixture.photoP.count / 2)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.truncate(h, to: cut)
+        #expect(try f.fs.read(h, count: Fixture.photoP.count, at: 0) == Array(Fixture.photoP[..<Int(cut)]))
+        try f.fs.write(h, Array(Fixture.photoP[Int(cut)...]), at: cut)
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP)
+        #expect(try f.versions() == 1)
+        try f.expectPKept()
+    }
+
     @Test
     func anEmptiedPhotoLeftAloneShowsItsVersionAgainAfterTheMinute() throws {
         let f = try Fixture(.inProcess)

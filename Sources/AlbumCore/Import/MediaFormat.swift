@@ -19,6 +19,19 @@ public enum MediaFormat: String, Sendable, CaseIterable {
 
     /// Whether libvips reads the format (all photos but most RAW files, in this libvips).
     var decodedByVips: Bool { mediaType == .photo && self != .raw }
+
+    /// The libvips loader of the format, asked directly (`shim_vips_open_header_with`).
+    var vipsLoader: String? {
+        switch self {
+        case .jpeg: return "jpegload"
+        case .png: return "pngload"
+        case .webp: return "webpload"
+        case .gif: return "gifload"
+        case .tiff: return "tiffload"
+        case .heic, .avif: return "heifload"
+        default: return nil
+        }
+    }
 }
 
 /// The kinds of asset that smart albums collect, as bits in `assets.kinds`.

@@ -69,7 +69,7 @@ public enum MetadataReader {
     /// The stored pixel size (and pages) as libvips reads the header: a file libvips
     /// cannot open is not a photo of its format.
     private static func readPixels(path: String, into metadata: inout MediaMetadata) throws {
-        guard let image = shim_vips_open_header(path) else {
+        guard let image = shim_vips_open_header_with(path, metadata.format.vipsLoader) else {
             throw LibraryError.refused("not a readable \(metadata.format.rawValue.uppercased()) image: \(takeVipsError())")
         }
         defer { shim_g_object_unref(image) }

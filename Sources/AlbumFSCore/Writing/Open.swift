@@ -155,15 +155,18 @@ extension FileSystem {
         return copy
     }
 
-    /// The private copy a photo's next version is written into.
-    func copyOfCurrent(_ writer: Writer) throws -> (FileDescriptor, LibraryPath) {
+    /// The private copy a photo's next version is written into: its first `keeping`
+    /// bytes (all of them when nil; none for an open with O_TRUNC, which an editor that
+    /// rewrites a photo in place makes: copying 24 MP only to cut it off cost more than
+    /// the rest of such an open).
+    func copyOfCurrent(_ writer: Writer, keeping: Int64? = nil) throws -> (FileDescriptor, LibraryPath) {
         guard case .asset(let id) = writer.target, let asset = try library.asset(id: id) else {
             throw FSError(EIO, "inode \(writer.ino) has no bytes to copy")
         }
-        let source = try library.openBlob(of: asset)
+        let length = min(keeping ?? asset.size, asset.size)
         let (copy, path) = try Staging(files: library.files).makeFile(prefix: "version")
         do {
-            try SystemCalls.copyAll(from: source, to: copy, length: asset.size)
+            if length > 0 { try SystemCalls.copyAll(from: try library.openBlob(of: asset), to: copy, length: length) }
         } catch {
             discard(path)
             throw FSError.wrapping(error, "cannot copy \(asset.name) to write it")
@@ -177,14 +180,15 @@ extension FileSystem {
         try explained("cannot copy \(clone.name)") { try SystemCalls.copyAll(from: source, to: target, length: clone.size) }
     }
 
-    /// The descriptor a writer's bytes are written through, made writable first.
-    func writableBytes(_ writer: Writer) throws -> FileDescriptor {
-        try writer.writable(copyCurrent: { try copyOfCurrent(writer) }, copyClone: { try copyClone($0, into: $1) })
+    /// The descriptor a writer's bytes are written through, made writable first (a copy
+    /// of the current bytes, or of their first `keeping` when they are cut there next).
+    func writableBytes(_ writer: Writer, keeping: Int64? = nil) throws -> FileDescriptor {
+        try writer.writable(copyCurrent: { try copyOfCurrent(writer, keeping: keeping) }, copyClone: { try copyClone($0, into: $1) })
     }
 
     func truncate(_ writer: Writer, to size: Int64) throws {
         try writer.io {
-            let fd = try writableBytes(writer)
+            let fd = try writableBytes(writer, keeping: size)
             try explained("cannot truncate inode \(writer.ino)") { try fd.truncate(to: size) }
             writer.changed(truncatedTo: size)
         }
