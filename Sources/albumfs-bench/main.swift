@@ -61,6 +61,8 @@ while !args.isEmpty {
     }
 }
 if selected.isEmpty { selected = ["queries", "read", "list", "import", "thumbnails", "scale", "postgres"] }
+// Absolute: mounts, libraries and the PostgreSQL socket folder are named from it.
+if !dir.hasPrefix("/") { dir = FileManager.default.currentDirectoryPath + "/" + dir }
 
 let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
 Harness.albumfs = binDir + "/albumfs"
@@ -90,6 +92,8 @@ do {
             try ImportBench.run(dir: dir, count: photos)
             try ImportBench.run(dir: dir, count: smallPhotos, small: true)
         case "thumbnails": try ThumbnailBench.run(dir: dir, count: min(photos, 100))
+        case "postgres" where ProcessInfo.processInfo.environment["ALBUMFS_SCRATCH_POSTGRES"] == nil:
+            Harness.say("  (postgres: not measured; it starts its server with mount-scripts/scratch-postgres: run mount-scripts/bench)")
         case "postgres": try PostgresBench.run(dir: dir, albumSize: 10_000, libraryAssets: listAssets, smallPhotos: smallPhotos)
         default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)
         }

@@ -9,6 +9,7 @@ public final class NFSHolder: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let output: String
+    private let outputHandle: FileHandle
 
     /// The lines printed when the files were opened.
     public private(set) var before: [String] = []
@@ -23,15 +24,24 @@ public final class NFSHolder: @unchecked Sendable {
         }
         output = temp.sub("nfs-hold-\(UUID().uuidString).out")
         FileManager.default.createFile(atPath: output, contents: nil)
+        guard let handle = FileHandle(forWritingAtPath: output) else { throw Processes.ProcessError.notFound(output) }
+        outputHandle = handle
         process.executableURL = URL(fileURLWithPath: try Processes.which("nsenter"))
         process.arguments = ["--net=/proc/\(server.namespacePID)/ns/net", client, "127.0.0.1", server.mountpoint] + paths
         process.standardInput = input
-        process.standardOutput = FileHandle(forWritingAtPath: output)
-        process.standardError = FileHandle(forWritingAtPath: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        // A client that ended has closed its input: writing to it must fail, not kill
+        // the test process.
+        signal(SIGPIPE, SIG_IGN)
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while !lines().contains("HELD") && process.isRunning && Date() < deadline { usleep(100_000) }
         before = Array(lines().prefix { $0 != "HELD" })
+        guard lines().contains("HELD") else {
+            stop()
+            throw Processes.ProcessError.notFound("an NFS client holding its files (it printed: \(lines().joined(separator: " / ")))")
+        }
     }
 
     private func lines() -> [String] {
@@ -39,10 +49,19 @@ public final class NFSHolder: @unchecked Sendable {
     }
 
     /// Reads every file again through the handles opened at first; the client's exit
-    /// status (0: every read succeeded) and the lines it printed.
-    public func readAgain() -> (status: Int32, lines: [String]) {
-        input.fileHandleForWriting.write(Data("go\n".utf8))
-        process.waitUntilExit()
+    /// status (0: every read succeeded; -1: it had ended, or took over `timeout` seconds
+    /// and was stopped, since libnfs retries a server that never answers forever) and
+    /// the lines it printed.
+    public func readAgain(timeout: Double = 60) -> (status: Int32, lines: [String]) {
+        guard process.isRunning, (try? input.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))) != nil else {
+            return (-1, lines())
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        if process.isRunning {
+            stop()
+            return (-1, lines() + ["(no answer within \(Int(timeout)) s)"])
+        }
         return (process.terminationStatus, Array(lines().drop { $0 != "HELD" }.dropFirst()))
     }
 
@@ -54,6 +73,7 @@ public final class NFSHolder: @unchecked Sendable {
 
     public func stop() {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
+        try? outputHandle.close()
     }
 
     deinit { stop() }

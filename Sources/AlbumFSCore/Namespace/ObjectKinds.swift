@@ -5,7 +5,9 @@ import AlbumCore
 /// table holds it: asking the tables in turn costs a query per miss, which on PostgreSQL
 /// is a round trip (a lookup in an album asked for an asset first, then for the album).
 /// Ids are never reused, so the table found last is the table next time; only a plain
-/// file that became a photo moves (its hint misses once and is corrected).
+/// file that became a photo moves (its hint misses once and is corrected). Photos are
+/// asked first anyway: only albums and plain files are remembered, so that a walk over
+/// many photos never pushes the albums' hints out.
 struct ObjectKinds {
     enum Kind: CaseIterable { case asset, album, plain }
 
@@ -14,6 +16,8 @@ struct ObjectKinds {
     static let limit = 65_536
 
     subscript(_ id: UInt64) -> Kind? { kinds[id] }
+
+    mutating func forget(_ id: UInt64) { kinds[id] = nil }
 
     mutating func remember(_ id: UInt64, _ kind: Kind) {
         if kinds.count >= Self.limit { kinds.removeAll(keepingCapacity: true) }
@@ -34,7 +38,11 @@ extension FileSystem {
             case .plain: found = try records.plainFile(id: id).map { .plain($0) }
             }
             if let found {
-                if kind != hint { objectKinds.withLock { $0.remember(ino, kind) } }
+                if kind != .asset && kind != hint {
+                    objectKinds.withLock { $0.remember(ino, kind) }
+                } else if kind == .asset && hint != nil {
+                    objectKinds.withLock { $0.forget(ino) }  // a plain file that became a photo
+                }
                 return found
             }
         }

@@ -187,6 +187,7 @@ extension FileSystem {
     }
 
     func truncate(_ writer: Writer, to size: Int64) throws {
+        guard size >= 0 else { throw FSError(EINVAL, "a negative length", logged: false) }
         try writer.io {
             let fd = try writableBytes(writer, keeping: size)
             try explained("cannot truncate inode \(writer.ino)") { try fd.truncate(to: size) }
