@@ -36,6 +36,39 @@ final class PostgresConnectionTests: XCTestCase {
         }
     }
 
+    /// A PostgreSQL library of an older schema (6: Live Photo pairing by capture time
+    /// alone) is brought forward when it is opened: version 7's indexes of photos and of
+    /// videos by time replace the one by time, and a photo and a video of one stem pair.
+    func testALibraryOfSchema6IsUpgradedWhenOpened() throws {
+        let folder = TempDirectory("albumfs-pg-upgrade")
+        defer { folder.remove() }
+        let path = folder.sub("lib")
+        _ = try Library.create(at: path, database: database)
+        try PostgresConnection(database).execute("""
+            CREATE INDEX assets_taken ON assets(taken_at); DROP INDEX assets_photos_taken; DROP INDEX assets_videos_taken;
+            UPDATE meta SET value = 6 WHERE key = 'schema_version'
+            """)
+        func indexes() throws -> [String] {
+            try PostgresConnection(database).query("SELECT indexname FROM pg_indexes WHERE tablename = 'assets' AND indexname LIKE 'assets_%taken' ORDER BY 1")
+                .compactMap { $0[0] }
+        }
+        XCTAssertEqual(try indexes(), ["assets_taken"])
+
+        let library = try Library.open(at: path, access: .exclusive)
+        XCTAssertEqual(try indexes(), ["assets_photos_taken", "assets_videos_taken"])
+        XCTAssertEqual(try PostgresConnection(database).query("SELECT value FROM meta WHERE key = 'schema_version'"),
+                       [[String(7)]])
+        // A Live Photo: a photo and a video of one stem, taken at the same second.
+        let livePath = folder.sub("beach.jpg")
+        try MediaFactory.image(at: livePath, width: 64, height: 48, exif: [
+            "exif-ifd2-DateTimeOriginal": "2019:07:24 18:02:11", "exif-ifd2-OffsetTimeOriginal": "+00:00",
+        ])
+        let photo = try XCTUnwrap(try library.importFile(at: livePath, originalName: "beach.jpg", destination: .library).asset)
+        XCTAssertNotNil(try library.importFile(at: Samples.directory + "/videos/beach-2019-07-24.mov", originalName: "beach.mov",
+                                               destination: .library).asset)
+        XCTAssertEqual(try library.assets(in: .smart(.livePhotos)).map(\.name), [photo.name])
+    }
+
     /// Two connections read a counter and write it plus one at the same moment, each in
     /// a write transaction: the writers' lock makes the second wait for the first, so
     /// no increment is lost (READ COMMITTED alone would lose one).

@@ -338,8 +338,11 @@ extension Transaction {
     /// other are the two halves of a Live Photo.
     private func pairLivePhoto(id: Int64, originalName: String, mediaType: MediaType, takenAt: Int64) throws {
         let stem = Names.key(Names.split(originalName).stem)
-        let partners = try db.query("SELECT id, original_name FROM assets WHERE taken_at BETWEEN ? AND ? AND media_type != ? AND id != ?",
-                                    takenAt - 2, takenAt + 2, mediaType.rawValue, id) { ($0.int64(0), $0.text(1)) }
+        // The other type as a literal: the partial index of that type serves the query
+        // only when its condition is in the statement itself (schema 7).
+        let other: MediaType = mediaType == .photo ? .video : .photo
+        let partners = try db.query("SELECT id, original_name FROM assets WHERE media_type = \(other.rawValue) AND taken_at BETWEEN ? AND ? AND id != ?",
+                                    takenAt - 2, takenAt + 2, id) { ($0.int64(0), $0.text(1)) }
         for (partner, name) in partners where Names.key(Names.split(name).stem) == stem {
             try db.run("UPDATE assets SET kinds = kinds | ? WHERE id IN (?, ?)", MediaKinds.live.rawValue, id, partner)
         }

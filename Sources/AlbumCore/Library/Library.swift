@@ -161,7 +161,7 @@ public final class Library: Sendable {
             }
         case .postgres(let conninfo):
             let connection = try PostgresDatabase(conninfo)
-            try PostgresSchema.check(connection)
+            try PostgresSchema.migrate(connection)
             writer = Locked(connection)
             readers = ConnectionPool {
                 let connection = try PostgresDatabase(conninfo)

@@ -194,6 +194,16 @@ enum Schema {
         -- `expunged/` (role 4: what gvfs empties out, deleted for good).
         ALTER TABLE albums ADD COLUMN role INTEGER;
         """,
+        // 7: Live Photo pairing asks for the assets of the other media type taken within
+        // two seconds. By time alone it read every asset of those seconds: a bulk copy of
+        // files dated by their copy (no EXIF date), or a card whose photos share a date,
+        // made each import read all the ones before it. One index per type, partial: an
+        // index led by the type would be taken for the Videos view, which then sorts.
+        """
+        CREATE INDEX assets_photos_taken ON assets(taken_at) WHERE media_type = 1;
+        CREATE INDEX assets_videos_taken ON assets(taken_at) WHERE media_type = 2;
+        DROP INDEX assets_taken;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -64,7 +64,8 @@ enum PostgresSchema {
             caption TEXT COLLATE "C"
         );
         CREATE INDEX assets_sha256 ON assets(sha256);
-        CREATE INDEX assets_taken ON assets(taken_at);
+        CREATE INDEX assets_photos_taken ON assets(taken_at) WHERE media_type = 1;
+        CREATE INDEX assets_videos_taken ON assets(taken_at) WHERE media_type = 2;
         CREATE INDEX assets_visible ON assets(sort_key) WHERE trashed_at IS NULL AND hidden = 0;
         CREATE INDEX assets_visible_day ON assets(taken_day, sort_key) WHERE trashed_at IS NULL AND hidden = 0;
         CREATE INDEX assets_favorites ON assets(sort_key) WHERE favorite = 1 AND trashed_at IS NULL AND hidden = 0;
@@ -200,8 +201,21 @@ enum PostgresSchema {
         try db.transaction(.write(durable: true)) { try db.execute(create) }
     }
 
-    /// Checks that the database holds a library of the schema this program knows.
-    static func check(_ db: PostgresDatabase) throws {
+    /// The first schema version a PostgreSQL library can have: the backend came with it.
+    static let firstVersion = 6
+
+    /// What each version after `firstVersion` changes (Schema.swift's migration of the
+    /// same number, in PostgreSQL's words).
+    static let upgrades: [Int: String] = [
+        7: """
+            CREATE INDEX assets_photos_taken ON assets(taken_at) WHERE media_type = 1;
+            CREATE INDEX assets_videos_taken ON assets(taken_at) WHERE media_type = 2;
+            DROP INDEX assets_taken;
+            """,
+    ]
+
+    /// The library's schema version, or why the database holds no library.
+    private static func version(_ db: PostgresDatabase) throws -> Int {
         let found: Int64?
         do {
             found = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")
@@ -209,8 +223,25 @@ enum PostgresSchema {
             throw LibraryError.notALibrary("the database (\(error))")
         }
         guard let found else { throw LibraryError.notALibrary("the database (no schema version)") }
-        if Int(found) != Schema.currentVersion {
-            throw LibraryError.newerSchema(found: Int(found), known: Schema.currentVersion)
+        return Int(found)
+    }
+
+    /// Checks that the database holds a library this program knows, and brings an older
+    /// one up to `Schema.currentVersion`, one upgrade per transaction. Each holds the
+    /// writers' lock and looks at the version again: another host that opens the library
+    /// at the same moment finds the upgrade made.
+    static func migrate(_ db: PostgresDatabase) throws {
+        let found = try version(db)
+        if found > Schema.currentVersion {
+            throw LibraryError.newerSchema(found: found, known: Schema.currentVersion)
+        }
+        guard found >= firstVersion else { throw LibraryError.notALibrary("the database (schema version \(found))") }
+        for target in (found + 1)..<(Schema.currentVersion + 1) {
+            try db.transaction(.write(durable: true)) {
+                guard try version(db) == target - 1 else { return }
+                try db.execute(upgrades[target]!)
+                try db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'", Int64(target))
+            }
         }
     }
 }
