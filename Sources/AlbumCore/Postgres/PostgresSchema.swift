@@ -237,9 +237,15 @@ enum PostgresSchema {
         }
         guard found >= firstVersion else { throw LibraryError.notALibrary("the database (schema version \(found))") }
         for target in (found + 1)..<(Schema.currentVersion + 1) {
+            guard let upgrade = upgrades[target] else {
+                throw LibraryError.io("this program has no PostgreSQL upgrade to schema \(target)", errno: ENOTSUP)
+            }
             try db.transaction(.write(durable: true)) {
-                guard try version(db) == target - 1 else { return }
-                try db.execute(upgrades[target]!)
+                // Another host may have upgraded meanwhile, even past this program.
+                let now = try version(db)
+                if now > Schema.currentVersion { throw LibraryError.newerSchema(found: now, known: Schema.currentVersion) }
+                guard now == target - 1 else { return }
+                try db.execute(upgrade)
                 try db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'", Int64(target))
             }
         }

@@ -187,7 +187,6 @@ extension FileSystem {
     }
 
     func truncate(_ writer: Writer, to size: Int64) throws {
-        guard size >= 0 else { throw FSError(EINVAL, "a negative length", logged: false) }
         try writer.io {
             let fd = try writableBytes(writer, keeping: size)
             try explained("cannot truncate inode \(writer.ino)") { try fd.truncate(to: size) }
@@ -264,6 +263,7 @@ extension FileSystem {
     /// (under the mount's umask, set-id bits never); a size change of a photo is a new
     /// version (to nothing: emptied, see `Writer`); an mtime is kept.
     public func setattr(_ ino: UInt64, _ changes: AttributeChanges) throws -> Attributes {
+        if let size = changes.size, size < 0 { throw FSError(EINVAL, "a negative length", logged: false) }
         if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil { try checkWritable() }
         let item = try existing(ino)
         switch item {
