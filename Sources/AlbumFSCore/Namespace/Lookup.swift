@@ -113,10 +113,13 @@ extension FileSystem {
             case .album(let album):
                 if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
                 if key == Names.key(Self.sharedFolderName) { return (.sharedThumbnails(of: folder.ino), Self.sharedFolderName) }
-                if let sub = try r.album(named: name, in: album.id) { return (.album(sub), sub.name) }
+                // A name is one thing in a folder (every way in checks all three), so the
+                // order only decides the cost: photos first, since most names are photos'
+                // (one query fewer per lookup: on PostgreSQL, a round trip).
                 if let (membership, asset) = try r.member(named: name, ofAlbum: album.id, trashed: album.role == .trashFiles) {
                     return (.asset(asset), membership.name)
                 }
+                if let sub = try r.album(named: name, in: album.id) { return (.album(sub), sub.name) }
             case .asset, .plain, .thumbnail, .sharedThumbnail:
                 throw FSError(ENOTDIR, "not a folder", logged: false)
             }
