@@ -26,9 +26,11 @@ enum PostgresBench {
         let sqlitePath = dir + "/pg-list.sqlite.library", postgresPath = dir + "/pg-list.postgres.library"
         let database = try server.makeDatabase("list")
         var names: [String] = []
+        var allPhotos = 0
         for (path, db) in [(sqlitePath, nil), (postgresPath, Optional(database))] {
-            let (library, _) = try DataSets.listLibrary(at: path, database: db, seed: seed, sizes: [albumSize],
-                                                        libraryAssets: libraryAssets)
+            let (library, folders) = try DataSets.listLibrary(at: path, database: db, seed: seed, sizes: [albumSize],
+                                                              libraryAssets: libraryAssets)
+            allPhotos = folders.last?.1 ?? 0
             if names.isEmpty {
                 let album = try library.album(path: ["Album \(albumSize)"])!
                 names = try library.members(ofAlbum: album.id).map(\.0.name)
@@ -49,7 +51,7 @@ enum PostgresBench {
             ("ls -l, album of \(albumSize)", { "ls -l \(Harness.q($0 + "/" + album)) > /dev/null" }),
             ("stat \(names.count / 10) names, album of \(albumSize)",
              { "cd \(Harness.q($0 + "/" + album)) && xargs -d '\\n' stat -c %s < \(Harness.q(lookups)) > /dev/null" }),
-            ("find, All Photos of \(libraryAssets)",
+            ("find, All Photos of \(allPhotos)",
              { "find \(Harness.q($0 + "/All Photos")) -type f -not -path '*/.thumbnails/*' | wc -l > /dev/null" }),
         ]
         for (label, command) in commands {
@@ -102,29 +104,30 @@ enum PostgresBench {
         let photo = dir + "/pg-hosts.jpg"
         try Harness.sh("cp \(Harness.q(try DataSets.seedPhoto(in: dir))) \(Harness.q(photo))")
         try Harness.sh("mkdir \(Harness.q(a.mountpoint))/Albums/Latency")
+        let album = b.mountpoint + "/Albums/Latency"
         // b lists the album before the first trial, as before every other.
-        let start = Harness.now()
-        while (try? FileManager.default.contentsOfDirectory(atPath: b.mountpoint + "/Albums/Latency")) == nil {
-            guard Harness.now() - start < 10 else { throw BenchError("host b never listed the new album") }
-            usleep(100)
-        }
+        _ = try wait("host b to list the new album") { (try? FileManager.default.contentsOfDirectory(atPath: album)) != nil }
         var waits: [Double] = []
         for trial in 0..<trials {
-            let album = b.mountpoint + "/Albums/Latency"
             let name = "P\(trial).jpg"
             guard !names(album).contains(name) else { throw BenchError("\(name) listed before it was copied") }
             try Harness.sh("cp \(Harness.q(photo)) \(Harness.q(a.mountpoint + "/Albums/Latency/" + name))")
-            let copied = Harness.now()
-            while !names(album).contains(name) {
-                guard Harness.now() - copied < 10 else { throw BenchError("host b never listed \(name)") }
-                usleep(100)
-            }
-            waits.append(Harness.now() - copied)
+            waits.append(try wait("host b to list \(name)") { names(album).contains(name) })
             try Harness.sh("exiftool -q -overwrite_original -Comment=\(trial) \(Harness.q(photo))")
         }
         waits.sort()
         Harness.record("PG: host b lists a cp through host a after", ours: waits[waits.count / 2], baseline: nil,
                        baselineName: String(format: "median of %d; the slowest %.2f ms", trials, waits.last! * 1000), unit: "ms")
+    }
+
+    /// Polls `condition` until it holds (10 s at most); how long that took.
+    private static func wait(_ what: String, _ condition: () -> Bool) throws -> Double {
+        let start = Harness.now()
+        while !condition() {
+            guard Harness.now() - start < 10 else { throw BenchError("waited 10 s for \(what)") }
+            usleep(100)
+        }
+        return Harness.now() - start
     }
 
     private static func names(_ folder: String) -> Set<String> {

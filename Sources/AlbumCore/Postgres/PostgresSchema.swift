@@ -204,14 +204,10 @@ enum PostgresSchema {
     /// The first schema version a PostgreSQL library can have: the backend came with it.
     static let firstVersion = 6
 
-    /// What each version after `firstVersion` changes (Schema.swift's migration of the
-    /// same number, in PostgreSQL's words).
+    /// What each version after `firstVersion` changes: Schema.swift's migration of the
+    /// same number, in PostgreSQL's words where they differ.
     static let upgrades: [Int: String] = [
-        7: """
-            CREATE INDEX assets_photos_taken ON assets(taken_at) WHERE media_type = 1;
-            CREATE INDEX assets_videos_taken ON assets(taken_at) WHERE media_type = 2;
-            DROP INDEX assets_taken;
-            """,
+        7: Schema.migrations[6],  // indexes only: the same SQL in both
     ]
 
     /// The library's schema version, or why the database holds no library.

@@ -15,13 +15,12 @@ struct ObjectKinds {
     /// Beyond this many ids the hints start over (a few MB at most).
     static let limit = 65_536
 
-    subscript(_ id: UInt64) -> Kind? { kinds[id] }
-
-    mutating func forget(_ id: UInt64) { kinds[id] = nil }
-
-    mutating func remember(_ id: UInt64, _ kind: Kind) {
-        if kinds.count >= Self.limit { kinds.removeAll(keepingCapacity: true) }
-        kinds[id] = kind
+    subscript(_ id: UInt64) -> Kind? {
+        get { kinds[id] }
+        set {
+            if newValue != nil && kinds.count >= Self.limit { kinds.removeAll(keepingCapacity: true) }
+            kinds[id] = newValue
+        }
     }
 }
 
@@ -38,11 +37,10 @@ extension FileSystem {
             case .plain: found = try records.plainFile(id: id).map { .plain($0) }
             }
             if let found {
-                if kind != .asset && kind != hint {
-                    objectKinds.withLock { $0.remember(ino, kind) }
-                } else if kind == .asset && hint != nil {
-                    objectKinds.withLock { $0.forget(ino) }  // a plain file that became a photo
-                }
+                // A photo needs no hint (it is asked first); a plain file that became one
+                // loses its own.
+                let remembered = kind == .asset ? nil : kind
+                if remembered != hint { objectKinds.withLock { $0[ino] = remembered } }
                 return found
             }
         }
