@@ -70,7 +70,8 @@ final class FuzzTests: XCTestCase {
     func testNamesOnRandomBytes() throws {
         var random = SplitMix(seed: seed &+ 1)
         let alphabet: [[UInt8]] = [Array("a".utf8), Array("Z".utf8), Array(".".utf8), Array("/".utf8), [0], [0xFF], [0xC3, 0xA9],
-                                   [0x65, 0xCC, 0x81], [0xE2, 0x80, 0x8B], [0xF0, 0x9F, 0x93, 0xB7], [0xC3], Array(" ".utf8)]
+                                   [0x65, 0xCC, 0x81], [0xE2, 0x80, 0x8B], [0xF0, 0x9F, 0x93, 0xB7], [0xC3], Array(" ".utf8),
+                                   Array("@".utf8), Array("[".utf8), Array("`".utf8), Array("{".utf8), Array("Q".utf8), Array("IMG_0001.JPG".utf8)]
         for _ in 0..<50_000 {
             var bytes: [UInt8] = []
             for _ in 0..<Int(random.next() % 70) { bytes += alphabet[Int(random.next() % UInt64(alphabet.count))] }
@@ -80,6 +81,8 @@ final class FuzzTests: XCTestCase {
                 XCTAssertFalse(name.contains("/"))
                 let key = Names.key(name)
                 XCTAssertEqual(Names.key(key), key, "the key is stable")
+                // The ASCII shortcut must give the key the library stored before it existed.
+                XCTAssertEqual(key, name.precomposedStringWithCanonicalMapping.lowercased(), "the key is Foundation's NFC, lowercased")
                 XCTAssertEqual(Names.key(name.decomposedStringWithCanonicalMapping), key, "NFD and NFC spellings are one name")
                 let suffixed = Names.withSuffix(name, Int(random.next() % 1000) + 2)
                 XCTAssertLessThanOrEqual(suffixed.utf8.count, 255)
