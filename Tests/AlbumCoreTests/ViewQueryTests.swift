@@ -103,6 +103,33 @@ final class ViewQueryTests: XCTestCase {
         XCTAssertEqual(paged, all.map(\.id))
     }
 
+    /// Listings read fewer columns than `Asset`; what they read must be what the whole
+    /// row says, in every view and album, with a mode and an mtime set by a user.
+    func testListingsShowWhatTheWholeRowsSay() throws {
+        for s in Samples.media.prefix(40) { _ = try sample(s.path) }
+        let all = try library.assets(in: .allPhotos)
+        let album = try library.write { try $0.createAlbum(named: "Trip", in: 0) }
+        try library.write { tx in
+            try tx.setMode(all[0].id, 0o600)
+            try tx.setMtime(all[1].id, nanoseconds: 1_234_567_890_123_456_789)
+            try tx.setFavorite(all[2].id, true)
+            for asset in all.prefix(10) { _ = try tx.addMembership(album: album.id, asset: asset.id, name: "in trip " + asset.name) }
+        }
+        for view in [AssetView.allPhotos] + SmartAlbum.allCases.map(AssetView.smart) {
+            let whole = try library.assets(in: view)
+            XCTAssertEqual(try library.read { try $0.listedAssets(in: view) }, whole.map(\.listed), "\(view)")
+            XCTAssertEqual(try library.read { try $0.listedAssets(in: view, after: whole.first?.sortKey ?? -1, limit: 3) },
+                           Array(whole.dropFirst().prefix(3)).map(\.listed), "\(view), a page")
+        }
+        let members = try library.members(ofAlbum: album.id)
+        XCTAssertEqual(members.count, 10)
+        let listed = try library.read { try $0.listedMembers(ofAlbum: album.id) }
+        XCTAssertEqual(listed.map(\.0), members.map(\.0))
+        XCTAssertEqual(listed.map(\.1), members.map(\.1.listed))
+        XCTAssertEqual(listed.first { $0.1.id == all[0].id }?.1.mode, 0o600)
+        XCTAssertEqual(listed.first { $0.1.id == all[1].id }?.1.mtimeNanoseconds, 1_234_567_890_123_456_789)
+    }
+
     func testDateViews() throws {
         for s in Samples.media { _ = try sample(s.path) }
         let all = try library.assets(in: .allPhotos)

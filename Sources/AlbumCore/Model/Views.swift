@@ -84,8 +84,17 @@ public enum AssetView: Sendable, Equatable {
 extension LibraryRecords {
     /// Assets of a view in listing order, after sort key `after`.
     public func assets(in view: AssetView, after: Int64 = -1, limit: Int = Int.max) throws -> [Asset] {
-        let sql = "SELECT \(Asset.columns) FROM assets a WHERE \(view.predicate(now: nowSeconds())) AND a.sort_key > ? ORDER BY a.sort_key LIMIT ?"
-        return try db.query(sql, after, limit) { Asset(row: $0) }
+        try rows(in: view, after: after, limit: limit)
+    }
+
+    /// `assets(in:)` with only what a listing shows of each.
+    public func listedAssets(in view: AssetView, after: Int64 = -1, limit: Int = Int.max) throws -> [ListedAsset] {
+        try rows(in: view, after: after, limit: limit)
+    }
+
+    private func rows<T: AssetRow>(in view: AssetView, after: Int64, limit: Int) throws -> [T] {
+        let sql = "SELECT \(T.columns) FROM assets a WHERE \(view.predicate(now: nowSeconds())) AND a.sort_key > ? ORDER BY a.sort_key LIMIT ?"
+        return try db.query(sql, after, limit) { T(row: $0, first: 0) }
     }
 
     /// The asset called `name` in a view, if it is there.
@@ -103,13 +112,23 @@ extension LibraryRecords {
     /// `files/` (`trashed`), only the trashed ones are.
     public func members(ofAlbum album: Int64, after: Int64 = -1, limit: Int = Int.max,
                         trashed: Bool = false) throws -> [(Membership, Asset)] {
+        try memberRows(ofAlbum: album, after: after, limit: limit, trashed: trashed)
+    }
+
+    /// `members(ofAlbum:)` with only what a listing shows of each asset.
+    public func listedMembers(ofAlbum album: Int64, after: Int64 = -1, limit: Int = Int.max,
+                              trashed: Bool = false) throws -> [(Membership, ListedAsset)] {
+        try memberRows(ofAlbum: album, after: after, limit: limit, trashed: trashed)
+    }
+
+    private func memberRows<T: AssetRow>(ofAlbum album: Int64, after: Int64, limit: Int, trashed: Bool) throws -> [(Membership, T)] {
         try db.query("""
-            SELECT m.id, m.name, m.sort_key, \(Asset.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
+            SELECT m.id, m.name, m.sort_key, m.asset_id, \(T.columns) FROM memberships m JOIN assets a ON a.id = m.asset_id
             WHERE m.album_id = ? AND m.sort_key > ? AND \(trashed ? "a.trashed_at IS NOT NULL" : AssetView.visible)
             ORDER BY m.sort_key LIMIT ?
             """, album, after, limit) { row in
-            let asset = Asset(row: row, first: 3)
-            return (Membership(id: row.int64(0), albumID: album, assetID: asset.id, name: row.text(1), sortKey: row.int64(2)), asset)
+            (Membership(id: row.int64(0), albumID: album, assetID: row.int64(3), name: row.text(1), sortKey: row.int64(2)),
+             T(row: row, first: 4))
         }
     }
 

@@ -123,6 +123,10 @@ extension FileSystem {
 
     /// An asset's attributes; while a writer holds new bytes for it, their size and mtime.
     func attributes(of asset: Asset) -> Attributes {
+        attributes(of: asset.listed)
+    }
+
+    func attributes(of asset: ListedAsset) -> Attributes {
         var a = fileAttributes(ino: UInt64(asset.id), permissions: asset.mode ?? 0o644, size: asset.size,
                                mtimeNs: asset.mtimeNanoseconds, ctimeNs: asset.changedNs)
         a.nlink = UInt32(max(1, asset.links))

@@ -147,12 +147,12 @@ extension FileSystem {
         let room = limit - out.count
         switch folder {
         case .allPhotos, .smart, .day:
-            for asset in try r.assets(in: folder.view!, after: assetAfter, limit: room) {
+            for asset in try r.listedAssets(in: folder.view!, after: assetAfter, limit: room) {
                 out.append(DirectoryEntry(name: asset.name, attributes: attributes(of: asset), cookie: Cookie.asset(asset.sortKey)))
             }
         case .album(let album):
-            for (membership, asset) in try r.members(ofAlbum: album.id, after: assetAfter, limit: room,
-                                                     trashed: album.role == .trashFiles) {
+            for (membership, asset) in try r.listedMembers(ofAlbum: album.id, after: assetAfter, limit: room,
+                                                           trashed: album.role == .trashFiles) {
                 out.append(DirectoryEntry(name: membership.name, attributes: attributes(of: asset),
                                           cookie: Cookie.asset(membership.sortKey)))
             }
