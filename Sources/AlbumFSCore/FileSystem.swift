@@ -31,6 +31,8 @@ public final class FileSystem: Sendable {
     /// Hashes whose bytes a close is placing now (`BlobsInFlight`).
     let blobsInFlight = BlobsInFlight()
     let writers = WriterTable()
+    /// Listing pages read ahead of their requests (`ListingAhead`).
+    let listingAhead = ListingAhead()
     /// The minute of a save: names a photo left, files that became photos moments ago.
     let saves = SaveWindow()
     /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).
@@ -184,6 +186,7 @@ public final class FileSystem: Sendable {
     func touch() {
         let now = nowNanoseconds()
         changedNs.withLock { $0 = max($0, now) }
+        listingAhead.changed()
     }
 
     func checkWritable() throws {

@@ -244,6 +244,7 @@ private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size:
     let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
     defer { buffer.deallocate() }
     var used = 0
+    var last: Int64?
     for entry in entries {
         let needed: Int = entry.name.withCString { name in
             if plus {
@@ -269,6 +270,13 @@ private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size:
         }
         if needed > size - used { break }
         used += needed
+        last = entry.cookie
+    }
+    // A full buffer: the kernel will ask for the page after it once it has taken this
+    // one in, so that page is read meanwhile (asked for before the reply, so that the
+    // request for it finds the read under way).
+    if let last, last != entries.last?.cookie || entries.count >= estimate {
+        b.fs.listAhead(ino, after: last, limit: estimate)
     }
     fuse_reply_buf(req, buffer, used)
 }

@@ -155,6 +155,50 @@ final class NamespaceTests: XCTestCase {
         XCTAssertEqual(try fs.readdir(album, after: second.cookie, limit: 100).map(\.name), ["DSCN0021.jpg"])
     }
 
+    /// The bridge has the page after a full one read ahead of its request; it answers
+    /// that request only while nothing changed since, however the change came.
+    func testAPageReadAheadIsServedOnlyWhileNothingChanged() throws {
+        let album = try lookup("Albums/Trips/Tuscany 2008").ino
+        let all = try fs.readdir(album, after: 0, limit: 100)
+        let first = try XCTUnwrap(all.first { $0.name == "DSCN0010.jpg" })
+        func rest() throws -> [String] { try fs.readdir(album, after: first.cookie, limit: 100).map(\.name) }
+        func readAhead() {
+            fs.listAhead(album, after: first.cookie, limit: 100)
+            fs.settleListingsAhead()
+        }
+
+        // Nothing changed: the page read ahead is the page.
+        readAhead()
+        XCTAssertEqual(try fs.readdir(album, after: first.cookie, limit: 100), Array(all.drop { $0.cookie <= first.cookie }))
+        XCTAssertEqual(fs.listingPagesReadAhead, 1)
+        XCTAssertEqual(try rest(), ["DSCN0012.jpg", "DSCN0021.jpg"], "each page answers one request")
+        XCTAssertEqual(fs.listingPagesReadAhead, 1)
+
+        // A change through the mount.
+        readAhead()
+        try fs.rename(parent: album, name: Array("DSCN0021.jpg".utf8), newParent: album, newName: Array("Siena.jpg".utf8), flags: 0)
+        XCTAssertEqual(try rest(), ["DSCN0012.jpg", "Siena.jpg"])
+
+        // A change made in the library without the mount (another command, a test).
+        readAhead()
+        try library.write { try $0.removeMembership(album: trip.id, name: "DSCN0012.jpg") }
+        XCTAssertEqual(try rest(), ["Siena.jpg"])
+
+        // A file open for writing grows without a change: no page is read or served.
+        let (created, output) = try fs.create(parent: album, name: Array("notes.txt".utf8), mode: 0o644, flags: O_WRONLY)
+        let out = try XCTUnwrap(output)
+        let ten = [UInt8](repeating: 0x61, count: 10)
+        _ = try ten.withUnsafeBytes { try fs.write(handle: out.handle, bytes: $0, offset: 0) }
+        let dotdot = try XCTUnwrap(all.first { $0.name == ".." }).cookie  // plain files come before photos
+        fs.listAhead(album, after: dotdot, limit: 100)
+        fs.settleListingsAhead()
+        _ = try ten.withUnsafeBytes { try fs.write(handle: out.handle, bytes: $0, offset: 10) }
+        XCTAssertEqual(try fs.readdir(album, after: dotdot, limit: 100).first { $0.ino == created.ino }?.attributes?.size, 20)
+        try fs.flush(handle: out.handle)
+        fs.release(handle: out.handle)
+        XCTAssertEqual(fs.listingPagesReadAhead, 1, "only the first page read ahead was served")
+    }
+
     func testReadsServeTheOriginalBytes() throws {
         let attributes = try lookup("All Photos/DSCN0021.jpg")
         let opened = try fs.open(attributes.ino, flags: O_RDONLY)

@@ -26,6 +26,12 @@ public final class Library: Sendable {
     let unfinishedMark: Int64
     let readers: ConnectionPool
     private let lock: LibraryLock?
+    private let writes = Locked<UInt64>(0)
+
+    /// Moves on when a write transaction starts and when it ends: a value read before
+    /// and after something was read from the library says whether a write may have
+    /// happened meanwhile, through this process.
+    public var writeCount: UInt64 { writes.withLock { $0 } }
 
     public enum Backend: Sendable, Equatable {
         case sqlite
@@ -218,7 +224,9 @@ public final class Library: Sendable {
     /// Runs `body` in a write transaction: every change it makes is committed together,
     /// or none is (a thrown error rolls back).
     public func write<T>(_ durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
-        try writer.withLock { db in
+        writes.withLock { $0 &+= 1 }
+        defer { writes.withLock { $0 &+= 1 } }
+        return try writer.withLock { db in
             try db.transaction(.write(durable: durability == .durable)) { try body(Transaction(db: db, library: self)) }
         }
     }

@@ -60,10 +60,11 @@ enum Cookie {
 extension FileSystem {
     /// Up to `limit` entries of a folder after cookie `after` (0: from the start).
     public func readdir(_ ino: UInt64, after: Int64, limit: Int) throws -> [DirectoryEntry] {
-        try library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
+        if let page = pageReadAhead(ino, after: after, limit: limit) { return page }
+        return try library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
     }
 
-    private func readdir(_ ino: UInt64, after: Int64, limit: Int, _ r: Records) throws -> [DirectoryEntry] {
+    func readdir(_ ino: UInt64, after: Int64, limit: Int, _ r: Records) throws -> [DirectoryEntry] {
         let folder = try self.folder(ino, in: r)
         var out: [DirectoryEntry] = []
         var full: Bool { out.count >= limit }

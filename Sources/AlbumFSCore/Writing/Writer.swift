@@ -390,4 +390,7 @@ final class WriterTable: Sendable {
     }
 
     var all: [Writer] { byIno.withLock { Array($0.values) } }
+
+    /// No file is open for writing.
+    var isEmpty: Bool { byIno.withLock { $0.isEmpty } }
 }
