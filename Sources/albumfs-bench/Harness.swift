@@ -74,8 +74,18 @@ enum Harness {
         posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(shell), strdup("-c"), strdup(command), nil]
         defer { for p in argv { free(p) } }
+        // The core ignores SIGPIPE in this process (its decoder pipes), and children
+        // would inherit that: `ls | head` would then list a whole folder, not a page.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, shell, &actions, nil, argv, environ)
+        let rc = posix_spawn(&pid, shell, &actions, &attributes, argv, environ)
         guard rc == 0 else { throw BenchError("cannot run \(shell): \(rc)") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

@@ -24,8 +24,10 @@ enum ScaleBench {
             let ls = try Harness.median(Harness.runs, prepare: { if cold { Harness.dropCaches() } }) {
                 _ = try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small > /dev/null")
             }
-            // A file manager's visit: the small album, its thumbnails' names, All Photos' first page.
+            // A file manager's visit: the small album, its thumbnails' names, All Photos' first
+            // page; then a walk of all of All Photos (`find`, a backup), which reads every row.
             try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small/.thumbnails > /dev/null; ls -U \(Harness.q(mountpoint))/'All Photos' | head -100 > /dev/null")
+            try Harness.sh("ls -f \(Harness.q(mountpoint))/'All Photos' > /dev/null")
             // The daemon and its decoder workers (its children), each at its peak: an
             // upper bound of what the mount holds at once.
             let pid = try Harness.sh("pgrep -f \(Harness.q("[a]lbumfs mount .* \(mountpoint)"))").split(separator: "\n").first.map(String.init) ?? ""

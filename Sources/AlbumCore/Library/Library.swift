@@ -183,8 +183,13 @@ public final class Library: Sendable {
         }
     }
 
+    /// Reads through a memory map of the database's first 64 MiB (no copy into
+    /// SQLite's own cache), beyond it into a 16 MiB cache per connection. Pages of the
+    /// map that were read count in the daemon's resident size: with the whole file
+    /// mapped, one walk of All Photos of 1,000,000 left the daemon at 374 MB in `top`
+    /// (docs/performance.md, "Scale").
     static func tune(_ connection: SQLiteConnection) throws {
-        try connection.execute("PRAGMA mmap_size = 268435456; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY")
+        try connection.execute("PRAGMA mmap_size = 67108864; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY")
     }
 
     /// What marks this host's plain files that are being written (`unfinished`): 1 with
