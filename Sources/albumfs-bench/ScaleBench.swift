@@ -25,7 +25,7 @@ enum ScaleBench {
                 _ = try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small > /dev/null")
             }
             // A file manager's visit: the small album, its thumbnails' names, All Photos' first
-            // page; then a walk of all of All Photos (`find`, a backup), which reads every row.
+            // page; then all of All Photos listed (as `find` or a backup would), every row read.
             try Harness.sh("ls -l \(Harness.q(mountpoint))/Albums/Small/.thumbnails > /dev/null; ls -U \(Harness.q(mountpoint))/'All Photos' | head -100 > /dev/null")
             try Harness.sh("ls -f \(Harness.q(mountpoint))/'All Photos' > /dev/null")
             // The daemon and its decoder workers (its children), each at its peak: an

@@ -196,6 +196,28 @@ final class NamespaceTests: XCTestCase {
         XCTAssertEqual(try fs.readdir(album, after: dotdot, limit: 100).first { $0.ino == created.ino }?.attributes?.size, 20)
         try fs.flush(handle: out.handle)
         fs.release(handle: out.handle)
+
+        // A file opened, written and closed between the read and the request: its bytes
+        // changed, and it stays a plain file (no row moves).
+        fs.listAhead(album, after: dotdot, limit: 100)
+        fs.settleListingsAhead()
+        let again = try fs.open(created.ino, flags: O_WRONLY)
+        _ = try ten.withUnsafeBytes { try fs.write(handle: again.handle, bytes: $0, offset: 20) }
+        try fs.flush(handle: again.handle)
+        fs.release(handle: again.handle)
+        XCTAssertEqual(try fs.readdir(album, after: dotdot, limit: 100).first { $0.ino == created.ino }?.attributes?.size, 30)
+
+        // Cut short by its path, with nothing open.
+        fs.listAhead(album, after: dotdot, limit: 100)
+        fs.settleListingsAhead()
+        _ = try fs.setattr(created.ino, FileSystem.AttributeChanges(size: 5))
+        XCTAssertEqual(try fs.readdir(album, after: dotdot, limit: 100).first { $0.ino == created.ino }?.attributes?.size, 5)
+
+        // A page left unasked for (a listing stopped half way) is not served later.
+        fs.listAhead(album, after: dotdot, limit: 100)
+        fs.settleListingsAhead()
+        Thread.sleep(forTimeInterval: 1.2)
+        _ = try fs.readdir(album, after: dotdot, limit: 100)
         XCTAssertEqual(fs.listingPagesReadAhead, 1, "only the first page read ahead was served")
     }
 

@@ -183,8 +183,8 @@ public final class Library: Sendable {
         }
     }
 
-    /// Reads through a memory map of the database's first 64 MiB (no copy into
-    /// SQLite's own cache), beyond it into a 16 MiB cache per connection. Pages of the
+    /// Each connection reads through its own memory map of the database's first 64 MiB
+    /// (no copy into SQLite's cache), beyond it into its own 16 MiB cache. Pages of the
     /// map that were read count in the daemon's resident size: with the whole file
     /// mapped, one walk of All Photos of 1,000,000 left the daemon at 374 MB in `top`
     /// (docs/performance.md, "Scale").

@@ -6,19 +6,23 @@ import Dispatch
 /// A large folder is listed as a chain of READDIRPLUS requests: the kernel sends the next
 /// only after it has built a dentry and an inode for every entry of the last reply, so
 /// the daemon's part (the query, the attributes) and the kernel's part took turns, and
-/// one of the two cores idled. Once the bridge has answered a full page, the next one is
+/// one of the two cores idled. Before the bridge answers a full page, it has the next one
 /// read on another thread; the request for it finds it ready, or waits for the read
 /// already under way instead of starting another.
 ///
-/// A page read ahead is a little older than the request it answers, so it is served only
-/// when nothing could have changed meanwhile:
-/// - every change made through this mount or reported by another host moves
-///   `generation` on (`FileSystem.touch`), and every write transaction the library's
-///   write count: a page asked for before either moved is dropped;
-/// - a page is neither read nor served while any file is open for writing (a writer's
-///   size grows with each write, without a change);
-/// - only folders whose entries come from the library alone are read ahead: not the
-///   thumbnail folders, whose entries appear as thumbnails get made.
+/// A page read ahead is a little older than the request it answers, so it answers only
+/// when nothing can have changed in between. Its `Stamp`, taken when it was asked for,
+/// must equal the one taken when its request comes:
+/// - `generation` moves on at every change made through this mount or reported by
+///   another host (`FileSystem.touch`), and around every `setattr` (a plain file cut
+///   short or given a mode changes no row the listing reads, or no row at all);
+/// - the library's write count moves on around every write transaction;
+/// - the writers' epoch moves on whenever a file is opened for writing or closed, and
+///   no page is read or served while one is open (a writer's size grows with each
+///   write, without a change).
+/// A page also answers only within `maxAge` of being asked for (a listing left half
+/// read leaves one behind), and only folders whose entries come from the library alone
+/// are read ahead: not the thumbnail folders, whose entries appear as thumbnails get made.
 final class ListingAhead: Sendable {
     struct Key: Hashable {
         let ino: UInt64
@@ -26,31 +30,51 @@ final class ListingAhead: Sendable {
         let limit: Int
     }
 
-    private final class Page: Sendable {
+    /// What must not have moved between a page's read and its request.
+    struct Stamp: Equatable {
         let generation: UInt64
-        /// The library's write count when the read was asked for.
-        let writes: UInt64
-        let read = DispatchGroup()
-        let entries = Locked<[DirectoryEntry]?>(nil)
+        let libraryWrites: UInt64
+        let writers: UInt64
+    }
 
-        init(generation: UInt64, writes: UInt64) {
-            self.generation = generation
-            self.writes = writes
+    static let maxAge: Double = 1
+    /// Pages kept at once: one per listing under way is enough, for a few at once.
+    static let capacity = 8
+
+    private enum Progress {
+        case waiting
+        case reading
+        case read([DirectoryEntry]?)
+        /// Its request came before the read started: it read the page itself.
+        case abandoned
+    }
+
+    private final class Page: Sendable {
+        let stamp: Stamp
+        let sequence: UInt64
+        let askedAt = monotonicSeconds()
+        let done = DispatchGroup()
+        let progress = Locked(Progress.waiting)
+
+        init(stamp: Stamp, sequence: UInt64) {
+            self.stamp = stamp
+            self.sequence = sequence
+            done.enter()
         }
     }
 
     private struct State {
         var generation: UInt64 = 0
+        var sequence: UInt64 = 0
         var pages: [Key: Page] = [:]
     }
 
-    /// Pages kept at once: one per listing under way is enough, a few listings at once.
-    static let capacity = 8
-
     private let state = Locked(State())
+    private let queue = DispatchQueue(label: "albumfs.listing-ahead", qos: .userInitiated, attributes: .concurrent)
     /// Pages that answered their request.
     let served = Locked(0)
-    private let queue = DispatchQueue(label: "albumfs.listing-ahead", qos: .userInitiated, attributes: .concurrent)
+
+    var generation: UInt64 { state.withLock { $0.generation } }
 
     /// Something changed: pages read so far may be out of date.
     func changed() {
@@ -60,36 +84,48 @@ final class ListingAhead: Sendable {
         }
     }
 
-    /// Starts reading the page at `key` with `read`, unless it is being read already.
-    /// `writes` is the library's write count now.
-    func readAhead(_ key: Key, writes: UInt64, _ read: @escaping @Sendable () -> [DirectoryEntry]?) {
+    /// Starts reading the page at `key` with `read`, unless a recent read of it is under
+    /// way. `stamp` is the stamp now.
+    func readAhead(_ key: Key, stamp: Stamp, _ read: @escaping @Sendable () -> [DirectoryEntry]?) {
         let page: Page? = state.withLock { s in
-            if s.pages[key] != nil { return nil }
-            if s.pages.count >= Self.capacity, let oldest = s.pages.min(by: { $0.value.generation < $1.value.generation })?.key {
+            if let existing = s.pages[key], monotonicSeconds() - existing.askedAt < Self.maxAge { return nil }
+            s.pages.removeValue(forKey: key)
+            if s.pages.count >= Self.capacity, let oldest = s.pages.min(by: { $0.value.sequence < $1.value.sequence })?.key {
                 s.pages.removeValue(forKey: oldest)
             }
-            let page = Page(generation: s.generation, writes: writes)
-            page.read.enter()
+            s.sequence &+= 1
+            let page = Page(stamp: stamp, sequence: s.sequence)
             s.pages[key] = page
             return page
         }
         guard let page else { return }
         queue.async {
+            defer { page.done.leave() }
+            let start = page.progress.withLock { progress -> Bool in
+                guard case .waiting = progress else { return false }
+                progress = .reading
+                return true
+            }
+            guard start else { return }
             let entries = read()
-            page.entries.withLock { $0 = entries }
-            page.read.leave()
+            page.progress.withLock { $0 = .read(entries) }
         }
     }
 
-    /// The page read ahead at `key`, if one was and nothing changed since (`writes`: the
-    /// library's write count now); it is taken (each page answers one request).
-    func take(_ key: Key, writes: UInt64) -> [DirectoryEntry]? {
+    /// The page read ahead at `key`, if one was and its stamp is `stamp` (the stamp
+    /// now); it is taken (each page answers one request).
+    func take(_ key: Key, stamp: Stamp) -> [DirectoryEntry]? {
         guard let page = state.withLock({ $0.pages.removeValue(forKey: key) }) else { return nil }
-        // The read under way started before this request did: waiting for it costs less
-        // than reading again. A stuck read (a locked database) is not waited for long.
-        guard page.read.wait(timeout: .now() + .seconds(1)) == .success else { return nil }
-        let current = state.withLock { $0.generation }
-        guard page.generation == current, page.writes == writes, let entries = page.entries.withLock({ $0 }) else { return nil }
+        guard page.stamp == stamp, monotonicSeconds() - page.askedAt < Self.maxAge else { return nil }
+        // A read not started yet (every thread of the pool busy) is not waited for; one
+        // under way is: it started before this request did.
+        let started = page.progress.withLock { progress -> Bool in
+            guard case .waiting = progress else { return true }
+            progress = .abandoned
+            return false
+        }
+        guard started, page.done.wait(timeout: .now() + .seconds(1)) == .success else { return nil }
+        guard case .read(let entries?) = page.progress.withLock({ $0 }) else { return nil }
         served.withLock { $0 += 1 }
         return entries
     }
@@ -101,13 +137,20 @@ final class ListingAhead: Sendable {
 }
 
 extension FileSystem {
+    /// The stamp of a page read now, or nil while a file is open for writing.
+    private var listingStamp: ListingAhead.Stamp? {
+        guard let writers = writers.quietEpoch else { return nil }
+        return ListingAhead.Stamp(generation: listingAhead.generation, libraryWrites: library.writeCount, writers: writers)
+    }
+
     /// Reads the page of `ino` after `after` ahead of its request, where that is safe
-    /// (see `ListingAhead`). The bridge calls it once it has answered a full page ending
-    /// at cookie `after`.
+    /// (see `ListingAhead`). The bridge calls it before it answers a full page ending at
+    /// cookie `after`.
     public func listAhead(_ ino: UInt64, after: Int64, limit: Int) {
-        guard writers.isEmpty, Self.readsAhead(ino) else { return }
-        listingAhead.readAhead(ListingAhead.Key(ino: ino, after: after, limit: limit), writes: library.writeCount) { [self] in
-            guard writers.isEmpty else { return nil }
+        guard Self.readsAhead(ino), let stamp = listingStamp else { return }
+        listingAhead.readAhead(ListingAhead.Key(ino: ino, after: after, limit: limit), stamp: stamp) { [self] in
+            // Opened for writing since it was asked for: the page will not answer.
+            guard writers.quietEpoch == stamp.writers else { return nil }
             return try? library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
         }
     }
@@ -120,9 +163,8 @@ extension FileSystem {
 
     /// The page read ahead for this request, if there is one still good.
     func pageReadAhead(_ ino: UInt64, after: Int64, limit: Int) -> [DirectoryEntry]? {
-        // A file open for writing: its size may have grown since the page was read.
-        guard Self.readsAhead(ino), writers.isEmpty else { return nil }
-        return listingAhead.take(ListingAhead.Key(ino: ino, after: after, limit: limit), writes: library.writeCount)
+        guard Self.readsAhead(ino), let stamp = listingStamp else { return nil }
+        return listingAhead.take(ListingAhead.Key(ino: ino, after: after, limit: limit), stamp: stamp)
     }
 
     /// Folders whose listing comes from the library's rows alone.

@@ -265,6 +265,10 @@ extension FileSystem {
     public func setattr(_ ino: UInt64, _ changes: AttributeChanges) throws -> Attributes {
         if let size = changes.size, size < 0 { throw FSError(EINVAL, "a negative length", logged: false) }
         if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil { try checkWritable() }
+        // Not every change here is a row, or a row a listing reads (a plain file cut short
+        // in place): no page read ahead from before it may answer after it.
+        listingAhead.changed()
+        defer { listingAhead.changed() }
         let item = try existing(ino)
         switch item {
         case .asset(let asset):

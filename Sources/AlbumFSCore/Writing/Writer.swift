@@ -369,28 +369,40 @@ final class Writer: @unchecked Sendable {
 
 /// The writers of the mount, by inode number.
 final class WriterTable: Sendable {
-    private let byIno = Locked<[UInt64: Writer]>([:])
+    private struct Table {
+        var byIno: [UInt64: Writer] = [:]
+        /// Moves on whenever a writer comes or goes.
+        var epoch: UInt64 = 0
+    }
 
-    func get(_ ino: UInt64) -> Writer? { byIno.withLock { $0[ino] } }
+    private let table = Locked(Table())
+
+    func get(_ ino: UInt64) -> Writer? { table.withLock { $0.byIno[ino] } }
 
     /// The writer of `ino`, made by `make` if there is none.
     func writer(for ino: UInt64, make: () throws -> Writer) rethrows -> Writer {
-        try byIno.withLock { table in
-            if let existing = table[ino] { return existing }
+        try table.withLock { table in
+            if let existing = table.byIno[ino] { return existing }
             let made = try make()
-            table[ino] = made
+            table.byIno[ino] = made
+            table.epoch &+= 1
             return made
         }
     }
 
     func remove(_ writer: Writer) {
-        byIno.withLock { table in
-            if table[writer.ino] === writer { table.removeValue(forKey: writer.ino) }
+        table.withLock { table in
+            if table.byIno[writer.ino] === writer {
+                table.byIno.removeValue(forKey: writer.ino)
+                table.epoch &+= 1
+            }
         }
     }
 
-    var all: [Writer] { byIno.withLock { Array($0.values) } }
+    var all: [Writer] { table.withLock { Array($0.byIno.values) } }
 
-    /// No file is open for writing.
-    var isEmpty: Bool { byIno.withLock { $0.isEmpty } }
+    /// While no file is open for writing, a number that moves on when one is opened or
+    /// closed; nil while one is open. Equal values at two moments: no writer was open at
+    /// either, nor between them.
+    var quietEpoch: UInt64? { table.withLock { $0.byIno.isEmpty ? $0.epoch : nil } }
 }
