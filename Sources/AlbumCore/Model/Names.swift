@@ -14,16 +14,8 @@ public enum Names {
         // Every lookup computes a key, and most names are ASCII, whose NFC form is
         // themselves: Foundation's normalization (a round trip through NSString) was
         // half of a lookup's CPU time.
-        if let ascii = asciiKey(name) { return ascii }
+        if name.utf8.allSatisfy({ $0 < 0x80 }) { return name.lowercased() }
         return name.precomposedStringWithCanonicalMapping.lowercased()
-    }
-
-    /// The key of an all-ASCII name (A-Z lowered), or nil when a byte is not ASCII.
-    private static func asciiKey(_ name: String) -> String? {
-        let bytes = name.utf8
-        guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-        guard bytes.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return name }
-        return String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     /// Validates a name that arrived as bytes; returns it as a String.

@@ -51,21 +51,18 @@ final class ListingAhead: Sendable {
 
     private final class Page: Sendable {
         let stamp: Stamp
-        let sequence: UInt64
         let askedAt = monotonicSeconds()
         let done = DispatchGroup()
         let progress = Locked(Progress.waiting)
 
-        init(stamp: Stamp, sequence: UInt64) {
+        init(stamp: Stamp) {
             self.stamp = stamp
-            self.sequence = sequence
             done.enter()
         }
     }
 
     private struct State {
         var generation: UInt64 = 0
-        var sequence: UInt64 = 0
         var pages: [Key: Page] = [:]
     }
 
@@ -90,11 +87,10 @@ final class ListingAhead: Sendable {
         let page: Page? = state.withLock { s in
             if let existing = s.pages[key], monotonicSeconds() - existing.askedAt < Self.maxAge { return nil }
             s.pages.removeValue(forKey: key)
-            if s.pages.count >= Self.capacity, let oldest = s.pages.min(by: { $0.value.sequence < $1.value.sequence })?.key {
+            if s.pages.count >= Self.capacity, let oldest = s.pages.min(by: { $0.value.askedAt < $1.value.askedAt })?.key {
                 s.pages.removeValue(forKey: oldest)
             }
-            s.sequence &+= 1
-            let page = Page(stamp: stamp, sequence: s.sequence)
+            let page = Page(stamp: stamp)
             s.pages[key] = page
             return page
         }
