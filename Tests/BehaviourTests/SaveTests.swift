@@ -286,11 +286,29 @@ struct SaveTests {
     @Test
     func aNameLeftForMoreThanAMinuteIsAnOrdinaryRename() throws {
         let f = try Fixture(.inProcess)
-        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/Old.jpg")
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/P.jpg~")
         #expect(f.fs.advanceTime(seconds: 61))
         try f.fs.put("Albums/Trip/P.jpg", Fixture.photoA)
-        #expect(try f.fs.stat("Albums/Trip/Old.jpg").ino == f.p)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg~").ino == f.p)
         #expect(try f.fs.stat("Albums/Trip/P.jpg").ino != f.p)
+        #expect(try f.assetCount() == 2)
+        #expect(try f.versions() == 1)
+    }
+
+    /// Photos renamed to names of their own, then the next card copied in: its
+    /// `IMG_0001.jpg` is a new photo, not a save of the one renamed moments ago (which
+    /// stays a photo, with its favorite and caption).
+    @Test(arguments: Kind.allCases)
+    func aPhotoRenamedToANameOfItsOwnHasMovedAndItsOldNameIsFree(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.setxattr("Albums/Trip/P.jpg", "user.xdg.comment", "grandma")
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/Grandma.jpg")
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoA)
+        #expect(try f.fs.stat("Albums/Trip/Grandma.jpg").ino == f.p)
+        #expect(try f.fs.get("Albums/Trip/Grandma.jpg") == Fixture.photoP)
+        #expect(try f.fs.getxattr("Albums/Trip/Grandma.jpg", "user.xdg.comment") == "grandma")
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").ino != f.p)
+        #expect(f.fs.errno { _ = try f.fs.getxattr("Albums/Trip/P.jpg", "user.xdg.comment") } == ENODATA)
         #expect(try f.assetCount() == 2)
         #expect(try f.versions() == 1)
     }

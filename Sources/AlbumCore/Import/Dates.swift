@@ -129,6 +129,12 @@ public enum Dates {
         return (sign == UInt8(ascii: "-") ? -1 : 1) * (hours * 60 + minutes)
     }
 
+    /// ISO 8601 text for an instant (a file time, a date added): in this machine's time
+    /// zone, with that zone's offset then, so that it names the same moment anywhere.
+    public static func iso8601(instant: Int64) -> String {
+        iso8601(instant: instant, offsetMinutes: localOffsetMinutes(atInstant: instant))
+    }
+
     /// ISO 8601 text for a capture date: with its offset when known, else the wall clock
     /// of the machine's time zone with no offset.
     public static func iso8601(instant: Int64, offsetMinutes: Int?) -> String {

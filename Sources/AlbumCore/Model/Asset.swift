@@ -62,8 +62,14 @@ public struct Asset: Sendable, Equatable {
     /// "asset 1042 (IMG_0001.JPG)", for log lines.
     public var label: String { "asset \(id) (\(name))" }
 
-    /// The capture date as ISO 8601 (user.albumfs.capture_date).
-    public var captureDateISO: String { Dates.iso8601(instant: takenAt, offsetMinutes: takenOffset) }
+    /// The capture date as ISO 8601 (user.albumfs.capture_date), with its offset when
+    /// known. A wall clock the bytes gave without an offset is shown as such. A file's
+    /// mtime (or one a user set) is an instant: it is shown with this machine's offset at
+    /// that instant, so that it names the same moment in whatever zone the daemon runs.
+    public var captureDateISO: String {
+        if takenOffset == nil, takenSource == .fileTime || takenSource == .user { return Dates.iso8601(instant: takenAt) }
+        return Dates.iso8601(instant: takenAt, offsetMinutes: takenOffset)
+    }
 
     /// The columns `init(row:)` reads, for `SELECT \(Asset.columns) FROM assets a`.
     public static let columns = """

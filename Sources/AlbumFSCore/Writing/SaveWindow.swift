@@ -4,8 +4,8 @@ import AlbumCore
 /// what the mount remembers for sixty seconds so that a tool's save sequence keeps the
 /// photo it saves.
 ///
-/// - Vacated names. A photo renamed away in its folder (`P.jpg` to `P.jpg~`,
-///   `P.jpg_original`) leaves its name; photo bytes closed under that name, or renamed
+/// - Vacated names. A photo renamed away in its folder to a backup's name (`P.jpg` to
+///   `P.jpg~`, `P.jpg_original`: `isBackupName`) leaves its name; photo bytes closed under that name, or renamed
 ///   to it, within the minute are the photo's next version, and the renamed-away name
 ///   becomes a plain file with the previous bytes (Windows' file-system tunneling keeps
 ///   a file's identity the same way, for 15 seconds).
@@ -56,14 +56,28 @@ final class SaveWindow: Sendable {
 
     private static func live(_ atNs: Int64, _ now: Int64) -> Bool { now - atNs < seconds * nanosecondsPerSecond }
 
-    /// A photo in `folder` was renamed from `name` to `renamedTo`.
+    /// A photo in `folder` was renamed from `name` to `renamedTo`. Only a backup's name
+    /// (`isBackupName`) leaves the name for a save: a photo renamed to a name of its own
+    /// (`IMG_0001.jpg` to `Grandma.jpg`) has simply moved, and the next card's
+    /// `IMG_0001.jpg` copied in moments later is a photo of its own.
     func vacated(folder: UInt64, name: String, by asset: Int64, renamedTo: String, now: Int64 = nowNanoseconds()) {
+        guard Self.isBackupName(renamedTo, of: name) else { return }
         state.withLock { s in
             s.vacated[Slot(folder: folder, name: name)] = Vacated(asset: asset, name: name, renamedTo: renamedTo, atNs: now)
             if s.vacated.count > Self.capacity, let oldest = s.vacated.min(by: { $0.value.atNs < $1.value.atNs }) {
                 s.vacated.removeValue(forKey: oldest.key)
             }
         }
+    }
+
+    /// Whether `backup` is what tools name the copy they keep of `name` while they save
+    /// it: `name` itself with something after it, hidden or not, compared as names are
+    /// (`P.jpg~`, `P.jpg_original`, `P.jpg.~1~`, `P.jpg.t`, `.P.jpg.bak`). vim, emacs,
+    /// `cp --backup`, `rsync --backup`, exiftool and ImageMagick all name it so.
+    static func isBackupName(_ backup: String, of name: String) -> Bool {
+        let key = Names.key(name)
+        let backupKey = Names.key(String(backup.drop(while: { $0 == "." })))
+        return backupKey.count > key.count && backupKey.hasPrefix(key)
     }
 
     /// The photo that left `name` in `folder` within the minute, if any.

@@ -37,10 +37,7 @@ enum Commands {
         """
 
     static func run(_ args: [String]) throws -> Int32 {
-        guard let first = args.first else {
-            print(overview)
-            return Exit.usage
-        }
+        guard let first = args.first else { throw CommandError.usage("missing a command") }
         if first == "--help" || first == "-h" || first == "help" {
             if args.count > 1, let command = all.first(where: { $0.name == args[1] }) {
                 print(command.help)

@@ -132,7 +132,9 @@ enum ImportCommand {
     static func collect(_ path: String, album: [String]?, into jobs: inout [Job], tally: inout Tally) throws {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw CommandError(message: "\(path): \(String(cString: strerror(errno)))", code: Exit.noInput)
+            // Checked before anything is imported: a mistyped path imports nothing.
+            throw CommandError(message: "cannot import \(path): \(String(cString: strerror(errno))); nothing was imported, check the path",
+                               code: Exit.noInput)
         }
         if (st.st_mode & S_IFMT) == S_IFDIR {
             let real = URL(fileURLWithPath: absolutePath(path)).standardizedFileURL.resolvingSymlinksInPath()

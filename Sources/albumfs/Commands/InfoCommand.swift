@@ -74,8 +74,8 @@ enum InfoCommand {
         if !kinds.isEmpty { rows.append(("kinds", kinds.joined(separator: ", "))) }
         rows.append(("favorite", a.favorite ? "yes" : "no"))
         rows.append(("hidden", a.hidden ? "yes" : "no"))
-        if let t = a.trashedAt { rows.append(("deleted", Dates.iso8601(instant: t, offsetMinutes: nil) + " (in Recently Deleted)")) }
-        rows.append(("added", Dates.iso8601(instant: a.addedAt, offsetMinutes: nil)))
+        if let t = a.trashedAt { rows.append(("deleted", Dates.iso8601(instant: t) + " (in Recently Deleted)")) }
+        rows.append(("added", Dates.iso8601(instant: a.addedAt)))
         let versions = try library.versions(of: a.id)
         rows.append(("versions", "\(versions.count) (current: \(a.version))"))
         for membership in try library.memberships(ofAsset: a.id) {
@@ -84,9 +84,20 @@ enum InfoCommand {
         }
         for name in try library.xattrNames(ino: a.id) {
             let value = try library.xattr(ino: a.id, name: name) ?? []
-            rows.append((name, String(decoding: value, as: UTF8.self)))
+            rows.append((name, Self.printable(value)))
         }
         return rows
+    }
+
+    /// An attribute's value as text when it is printable text, else as `0x` and its bytes
+    /// in hex (as `getfattr -e hex` shows it): Samba's `user.DOSATTRIB`, for one, is
+    /// binary, and raw bytes would garble the terminal.
+    static func printable(_ value: [UInt8]) -> String {
+        if let text = String(validating: value, as: UTF8.self),
+           !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return text
+        }
+        return "0x" + value.map { String(format: "%02x", $0) }.joined()
     }
 
     static func source(_ s: CaptureSource) -> String {

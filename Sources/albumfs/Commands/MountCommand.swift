@@ -77,7 +77,8 @@ enum MountCommand {
         let key = parts[0], value = parts.count > 1 ? parts[1] : nil
         func number(_ radix: Int = 10) throws -> UInt32 {
             guard let value, let n = UInt32(value, radix: radix) else {
-                throw CommandError.usage("mount option \(key) needs a number, got '\(value ?? "")'", command: "mount")
+                let kind = radix == 8 ? "an octal number (digits 0 to 7, such as 027)" : "a number"
+                throw CommandError.usage("mount option \(key) needs \(kind), got '\(value ?? "")'", command: "mount")
             }
             return n
         }

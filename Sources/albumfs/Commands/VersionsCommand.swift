@@ -25,7 +25,7 @@ enum VersionsCommand {
         print("\(asset.name): \(try library.versions(of: asset.id).count) version(s)")
         for version in try library.versions(of: asset.id) {
             let mark = version.version == asset.version ? "  (current)" : ""
-            print("  \(version.version)\t\(Dates.iso8601(instant: version.createdAt, offsetMinutes: nil))\t\(formatBytes(version.size))\t\(version.sha256)\(mark)")
+            print("  \(version.version)\t\(Dates.iso8601(instant: version.createdAt))\t\(formatBytes(version.size))\t\(version.sha256)\(mark)")
         }
         return Exit.ok
     }

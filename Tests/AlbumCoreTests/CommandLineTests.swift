@@ -1,0 +1,67 @@
+import AlbumCore
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+/// What the command line prints (PRODUCT.md section 5), with the real binary.
+final class CommandLineTests: XCTestCase {
+    var temp: TempDirectory!
+
+    override func setUp() { temp = TempDirectory() }
+    override func tearDown() { temp.remove() }
+
+    /// "Errors print one line that names what was wrong and what to do, and exit
+    /// non-zero": nothing on stdout, one line on stderr.
+    func testEveryMistakeIsOneLineAndANonZeroExit() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        let photo = Samples.directory + "/photos/jpg/gps/DSCN0010.jpg"
+        let mistakes: [([String], String)] = [
+            ([], "missing a command"),
+            (["frobnicate"], "unknown command"),
+            (["info", lib], "missing PATH"),
+            (["mount", lib, temp.sub("mnt"), "-o", "umask=999"], "octal"),
+            (["import", lib, temp.sub("nowhere/x.jpg"), photo], "nothing was imported"),
+        ]
+        for (arguments, says) in mistakes {
+            let result = try Processes.run(Processes.albumfs, arguments)
+            XCTAssertNotEqual(result.status, 0, "\(arguments)")
+            XCTAssertEqual(result.stdout, "", "\(arguments)")
+            let lines = result.stderr.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, "\(arguments): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains(says), "\(arguments): \(result.stderr)")
+        }
+        // The mistyped path stopped the import before the good file.
+        let library = try Library.open(at: lib, access: .reader)
+        XCTAssertEqual(try library.assets(in: .allPhotos).count, 0)
+    }
+
+    /// A capture date that is the file's mtime is an instant: shown with an offset, the
+    /// same moment whatever the zone (Tokyo: +09:00; UTC: Z). Binary attribute values
+    /// (Samba's user.DOSATTRIB) are shown in hex, not written raw to the terminal.
+    func testInfoShowsInstantsWithAnOffsetAndBinaryValuesInHex() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        let source = temp.sub("undated.mkv")
+        XCTAssertTrue(FileManager.default.createFile(atPath: source,
+                                                     contents: FileManager.default.contents(atPath: Samples.directory + "/videos/no-date.mkv")))
+        var times = [timespec(tv_sec: 1_600_000_000, tv_nsec: 0), timespec(tv_sec: 1_600_000_000, tv_nsec: 0)]
+        XCTAssertEqual(utimensat(AT_FDCWD, source, &times, 0), 0)
+        XCTAssertTrue(try Processes.albumfs("import", "--no-thumbnails", lib, source).ok)
+        do {
+            let library = try Library.open(at: lib, access: .exclusive)
+            let asset = try XCTUnwrap(try library.asset(named: "undated.mkv"))
+            try library.write { try $0.setXattr(ino: asset.id, name: "user.DOSATTRIB", value: [0x62, 0x69, 0x6e, 0x00, 0x61, 0xff]) }
+        }
+        func captured(zone: String) throws -> String {
+            let info = try Processes.run(Processes.albumfs, ["info", lib, "All Photos/undated.mkv"], environment: ["TZ": zone])
+            XCTAssertEqual(info.status, 0, info.stderr)
+            XCTAssertTrue(info.stdout.contains("0x62696e0061ff"), info.stdout)
+            XCTAssertFalse(info.stdout.utf8.contains(0), "no raw bytes on the terminal")
+            return try XCTUnwrap(info.stdout.split(separator: "\n").first { $0.contains("captured") }.map(String.init))
+        }
+        XCTAssertTrue(try captured(zone: "UTC").contains("2020-09-13T12:26:40Z"))
+        XCTAssertTrue(try captured(zone: "Asia/Tokyo").contains("2020-09-13T21:26:40+09:00"))
+    }
+}
