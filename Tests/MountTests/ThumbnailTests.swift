@@ -149,19 +149,40 @@ final class ThumbnailTests: XCTestCase {
         let gps = Samples.directory + "/photos/jpg/gps"
         try sh("mkdir -p \(q(card))/.thumbnails && cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg \(q(card))/")
         try sh("vips thumbnail \(q(gps))/DSCN0010.jpg \(q(card))/.thumbnails/1700000000001.jpg 96 && head -c 3000 /dev/urandom > \(q(card))/.thumbnails/.thumbdata4--1967290299")
+        // A file of the card named as the thumbnail AlbumFS makes for a photo beside it.
+        try sh("vips thumbnail \(q(gps))/DSCN0012.jpg \(q(card))/.thumbnails/DSCN0012.jpg.jpg 64")
         try sh("cp -a \(q(card)) \(q(m))/Albums/Camera")
         try sh("rsync -a \(q(card))/ \(q(m))/Albums/Camera2/")
-        for album in ["Camera", "Camera2"] {
-            for file in ["DSCN0010.jpg", "DSCN0012.jpg", ".thumbnails/1700000000001.jpg", ".thumbnails/.thumbdata4--1967290299"] {
-                try sh("cmp \(q(card + "/" + file)) \(q(m))/Albums/\(album)/\(q(file))")
+        // cp's order, whatever the card's: the photo first, then the folder and the file
+        // (O_EXCL), all by the process that made the album.
+        try sh("""
+            python3 -c 'import os, shutil, sys; a, c = sys.argv[1], sys.argv[2]
+            os.mkdir(a); shutil.copyfile(c + "/DSCN0012.jpg", a + "/DSCN0012.jpg"); os.mkdir(a + "/.thumbnails")
+            fd = os.open(a + "/.thumbnails/DSCN0012.jpg.jpg", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, open(c + "/.thumbnails/DSCN0012.jpg.jpg", "rb").read()); os.close(fd)' \(q(m))/Albums/Camera3 \(q(card))
+            """)
+        let copied = [".thumbnails/1700000000001.jpg", ".thumbnails/.thumbdata4--1967290299", ".thumbnails/DSCN0012.jpg.jpg"]
+        func checkCopies() throws {
+            for album in ["Camera", "Camera2"] {
+                for file in ["DSCN0010.jpg", "DSCN0012.jpg"] + copied {
+                    try sh("cmp \(q(card + "/" + file)) \(q(m))/Albums/\(album)/\(q(file))")
+                }
+                try sh("test -f \(q(m))/Albums/\(album)/.thumbnails/DSCN0010.jpg.jpg")
+                XCTAssertEqual(try sh("ls -a \(q(m))/Albums/\(album)/.thumbnails | sort | uniq -d").stdout, "", "each name once")
             }
-            try sh("test -f \(q(m))/Albums/\(album)/.thumbnails/DSCN0010.jpg.jpg")
+            try sh("cmp \(q(card))/.thumbnails/DSCN0012.jpg.jpg \(q(m))/Albums/Camera3/.thumbnails/DSCN0012.jpg.jpg")
         }
+        try checkCopies()
+        // The same after a restart, when the kernel knows nothing and lists afresh.
+        mount.unmount()
+        try mount.start()
+        try sh("ls -laR \(q(m))/Albums > /dev/null")
+        try checkCopies()
         XCTAssertEqual(try sh("ls \(q(m))/'All Photos'").stdout, "DSCN0010.jpg\nDSCN0012.jpg\n", "the card's own thumbnails are not photos")
         // Any other process finds a new album's .thumbnails/ at once (reachable by path).
         try sh("mkdir \(q(m))/Albums/Fresh && test -d \(q(m))/Albums/Fresh/.thumbnails")
         XCTAssertTrue(try sh("mkdir \(q(m))/Albums/Camera/.thumbnails 2>&1", status: 1).stdout.contains("File exists"), "made and holding files: EEXIST")
-        try sh("rm -r \(q(m))/Albums/Camera \(q(m))/Albums/Camera2 \(q(m))/Albums/Fresh")
+        try sh("rm -r \(q(m))/Albums/Camera \(q(m))/Albums/Camera2 \(q(m))/Albums/Camera3 \(q(m))/Albums/Fresh")
         XCTAssertEqual(try sh("ls \(q(m))/Albums").stdout, "")
     }
 

@@ -41,6 +41,10 @@ extension FileSystem {
            try library.plainFiles(in: Node.thumbnails(of: parent).ino).isEmpty {
             throw FSError.noEntry(name)
         }
+        if case .thumbnails(let albumIno) = folder, newAlbums.hidesMadeThumbnails(in: Int64(albumIno), from: pid) {
+            guard let plain = try library.plainFile(named: name, in: parent) else { throw FSError.noEntry(name) }
+            return Found(attributes: try attributes(of: plain), name: plain.name)
+        }
         guard let (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
         return Found(attributes: try attributes(of: item), name: shownAs)
     }
@@ -62,6 +66,15 @@ extension FileSystem {
     /// plain file, a fixed folder, a thumbnail.
     func lookupEntry(in folder: Item, name: String) throws -> Item? {
         try lookupNamed(in: folder, name: name)?.0
+    }
+
+    /// What a new file or a rename under `name` in `folder` would replace. In a
+    /// `.thumbnails/` a thumbnail AlbumFS makes is no occupant: a file copied in under its
+    /// name takes the name (`thumbnailEntries` then lists the file, not the thumbnail),
+    /// as a tree with its own `.thumbnails/` must copy in whole (PRODUCT.md section 2).
+    func occupant(in folder: Item, name: String) throws -> Item? {
+        guard case .thumbnails = folder else { return try lookupEntry(in: folder, name: name) }
+        return try library.plainFile(named: name, in: folder.ino).map { .plain($0) }
     }
 
     /// `lookupEntry`, with the name the entry has.

@@ -44,9 +44,12 @@ extension FileSystem {
             entries = try r.members(ofAlbum: album.id, after: after, limit: limit, trashed: album.role == .trashFiles).map { ($0.0.name, $0.1, Cookie.asset($0.0.sortKey)) }
         }
         let size = options.thumbnailSize
+        // A file copied in under a thumbnail's name is listed instead of it (`occupant`).
+        let copiedIn = folder.view == nil ? Set(try r.plainFiles(in: Node.thumbnails(of: folderIno).ino).map { Names.key($0.name) }) : []
         var out: [DirectoryEntry] = []
         for entry in entries {
             let name = entry.name + ".jpg"
+            if !copiedIn.isEmpty && copiedIn.contains(Names.key(name)) { continue }
             if let made = thumbnails.cached(sha256: entry.asset.sha256, size: size) {
                 out.append(DirectoryEntry(name: name, attributes: thumbnailAttributes(entry.asset.id, made), cookie: entry.cookie))
             } else if !thumbnails.failed(sha256: entry.asset.sha256, size: size) {

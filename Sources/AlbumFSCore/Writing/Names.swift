@@ -66,7 +66,7 @@ extension FileSystem {
             // A tree with its own .thumbnails/ (Android's DCIM) copied in: cp makes the
             // folder without looking first. It is not listed, so to a tool it does not
             // exist until something is copied into it; mkdir is then EEXIST as usual.
-            if case .album(let album) = folder { newAlbums.forget(album.id) }
+            if case .album(let album) = folder { newAlbums.madeThumbnails(of: album.id) }
             return try attributes(of: .thumbnails(of: parent))
         }
         let taken = try lookupEntry(in: folder, name: name) != nil

@@ -14,7 +14,7 @@ extension FileSystem {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
-        if (try lookupEntry(in: folder, name: name)) != nil {
+        if (try occupant(in: folder, name: name)) != nil {
             throw FSError(EEXIST, "\(name) exists", logged: false)
         }
         try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)

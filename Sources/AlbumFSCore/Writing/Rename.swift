@@ -16,7 +16,7 @@ extension FileSystem {
         let newName = try validName(newBytes)
         let (from, to) = try library.read { r in (try folder(parent, in: r), try folder(newParent, in: r)) }
         guard let source = try lookupEntry(in: from, name: name) else { throw FSError.noEntry(name) }
-        var target = try lookupEntry(in: to, name: newName)
+        var target = try occupant(in: to, name: newName)
         if let t = target, t.ino == source.ino {
             // The same file: a rename of its case or normalization, or (POSIX) two names of
             // one file, which changes nothing.
