@@ -241,6 +241,34 @@ struct OperationTableTests {
         }
     }
 
+    /// An album whose photos all went to Recently Deleted or were hidden lists nothing,
+    /// and goes as an empty folder goes (`rm -r`, a Samba client deleting it); a photo
+    /// restored or shown again afterwards comes back to its other albums only.
+    @Test(arguments: Kind.allCases)
+    func anAlbumThatListsNothingCanBeRemoved(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/Gone")
+        try f.fs.put("Albums/Gone/A.jpg", Fixture.photoA)
+        try f.fs.put("Albums/Gone/B.jpg", Fixture.photoB)
+        try f.fs.link("Albums/Gone/B.jpg", "Albums/Other/B.jpg")
+        try f.fs.unlink("All Photos/A.jpg")
+        try f.fs.setxattr("Albums/Gone/B.jpg", "user.albumfs.hidden", "1")
+        #expect(try f.names("Albums/Gone") == [])
+        try f.fs.rmdir("Albums/Gone")
+        #expect(try f.names("Albums") == ["Other", "Trip"])
+        try f.fs.rename("Smart Albums/Recently Deleted/A.jpg", "All Photos/A.jpg")
+        try f.fs.setxattr("Smart Albums/Hidden/B.jpg", "user.albumfs.hidden", "0")
+        #expect(try f.names("All Photos").contains("A.jpg"))
+        #expect(try f.names("Albums/Other") == ["B.jpg", "P.jpg"])
+        #expect(try f.assetCount() == 3)
+        // A folder that shows something is still not empty.
+        try f.fs.mkdir("Albums/Kept")
+        try f.fs.link("All Photos/A.jpg", "Albums/Kept/A.jpg")
+        try f.fs.link("All Photos/B.jpg", "Albums/Kept/B.jpg")
+        try f.fs.unlink("All Photos/A.jpg")
+        #expect(f.fs.errno { try f.fs.rmdir("Albums/Kept") } == ENOTEMPTY)
+    }
+
     @Test(arguments: Kind.allCases)
     func mvOfAnAlbumRenamesOrMovesIt(_ kind: Kind) throws {
         let f = try Fixture(kind)

@@ -234,18 +234,27 @@ extension Transaction {
         if newParent != moving.parentID { try touchAlbum(newParent) }
     }
 
-    /// Deletes an album. Not recursive: ENOTEMPTY unless it has no sub-albums, members
-    /// or plain files. Its assets stay in the library.
-    public func deleteAlbum(id: Int64) throws {
+    /// Deletes an album. Not recursive: ENOTEMPTY while it has sub-albums, plain files or
+    /// entries it shows, as a folder whose listing is empty can be removed on any disk.
+    /// Entries it does not show (photos in Recently Deleted, hidden photos) go with it:
+    /// such a photo, restored or shown again, comes back to its other albums only. Its
+    /// assets stay in the library. Returns how many entries went unseen.
+    @discardableResult
+    public func deleteAlbum(id: Int64) throws -> Int {
         guard let doomed = try album(id: id) else { throw LibraryError.notFound("album \(id)") }
+        let shown = doomed.role == .trashFiles ? "a.trashed_at IS NOT NULL" : AssetView.visible
         let busy = try db.scalar("""
-            SELECT 1 FROM albums WHERE parent_id = ? UNION ALL SELECT 1 FROM memberships WHERE album_id = ?
+            SELECT 1 FROM albums WHERE parent_id = ?
+            UNION ALL SELECT 1 FROM memberships m JOIN assets a ON a.id = m.asset_id WHERE m.album_id = ? AND \(shown)
             UNION ALL SELECT 1 FROM plain_files WHERE dir_ino = ? LIMIT 1
             """, id, id, id) != nil
         if busy { throw LibraryError.notEmpty(doomed.name) }
+        let unseen = try db.scalar("SELECT COUNT(*) FROM memberships WHERE album_id = ?", id) ?? 0
+        try db.run("DELETE FROM memberships WHERE album_id = ?", id)
         try db.run("DELETE FROM albums WHERE id = ?", id)
         try db.run("DELETE FROM xattrs WHERE ino = ?", id)
         try touchAlbum(doomed.parentID)
+        return Int(unseen)
     }
 
     /// Sets an album's mtime and ctime to now (its entries changed).

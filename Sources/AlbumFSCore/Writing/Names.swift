@@ -79,8 +79,9 @@ extension FileSystem {
         return try attributes(of: .album(album))
     }
 
-    /// rmdir deletes an empty album (its `.thumbnails/` does not count); anything else is
-    /// EPERM.
+    /// rmdir deletes an album that lists nothing (its `.thumbnails/`, and photos in
+    /// Recently Deleted or hidden, do not count: `Transaction.deleteAlbum`); anything else
+    /// is EPERM.
     public func rmdir(parent: UInt64, name bytes: [UInt8]) throws {
         try checkWritable()
         let name = try validName(bytes)
@@ -92,12 +93,15 @@ extension FileSystem {
             // them: they go with the album, as they would on a disk.
             let thumbnailsFolder = Node.thumbnails(of: UInt64(album.id)).ino
             let copiedIn = try library.plainFiles(in: thumbnailsFolder)
-            try library.write { tx in
+            let unseen = try library.write { tx in
                 for file in copiedIn { try tx.deletePlainFile(file.id) }
-                try tx.deleteAlbum(id: album.id)
+                return try tx.deleteAlbum(id: album.id)
             }
             copiedIn.forEach(removePlainBytes)
             if !copiedIn.isEmpty { Log.info("removed album \(album.name) with the \(copiedIn.count) file(s) copied into its .thumbnails/") }
+            if unseen > 0 {
+                Log.info("removed album \(album.name), which listed nothing; \(unseen) photo(s) in Recently Deleted or hidden were in it and no longer are")
+            }
             afterChange(folders: [parent, UInt64(album.id)], entries: [(parent, name)])
         case .thumbnails, .sharedThumbnails, .sharedSize:
             return  // derived: removing it changes nothing (rm -r of an album)
