@@ -37,6 +37,7 @@ public final class FileSystem: Sendable {
     let saves = SaveWindow()
     /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).
     let newAlbums = NewAlbums()
+    let removedThumbnails = RemovedThumbnails()
     /// Inode numbers reserved for files being created.
     let idBlock = Locked<Range<Int64>>(0..<0)
     /// When the library last changed through this mount: the time of virtual folders.

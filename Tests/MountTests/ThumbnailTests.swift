@@ -161,14 +161,22 @@ final class ThumbnailTests: XCTestCase {
             fd = os.open(a + "/.thumbnails/DSCN0012.jpg.jpg", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             os.write(fd, open(c + "/.thumbnails/DSCN0012.jpg.jpg", "rb").read()); os.close(fd)' \(q(m))/Albums/Camera3 \(q(card))
             """)
+        // tar: the photos first, then .thumbnails/DSCN0012.jpg.jpg, whose O_EXCL create
+        // finds the made thumbnail; tar removes it and creates the file again.
+        try sh("tar cf \(q(temp.sub("card.tar"))) -C \(q(card)) DSCN0010.jpg DSCN0012.jpg .thumbnails")
+        try sh("mkdir \(q(m))/Albums/Camera4 && cd \(q(m))/Albums/Camera4 && timeout 60 tar xf \(q(temp.sub("card.tar")))")
         let copied = [".thumbnails/1700000000001.jpg", ".thumbnails/.thumbdata4--1967290299", ".thumbnails/DSCN0012.jpg.jpg"]
         func checkCopies() throws {
-            for album in ["Camera", "Camera2"] {
+            for album in ["Camera", "Camera2", "Camera4"] {
                 for file in ["DSCN0010.jpg", "DSCN0012.jpg"] + copied {
                     try sh("cmp \(q(card + "/" + file)) \(q(m))/Albums/\(album)/\(q(file))")
                 }
                 try sh("test -f \(q(m))/Albums/\(album)/.thumbnails/DSCN0010.jpg.jpg")
                 XCTAssertEqual(try sh("ls -a \(q(m))/Albums/\(album)/.thumbnails | sort | uniq -d").stdout, "", "each name once")
+                // Copied out again, the tree is the card's: its own .thumbnails/ with it,
+                // none of the thumbnails AlbumFS makes.
+                let out = temp.sub("out-\(album)")
+                try sh("rm -rf \(q(out)) && rsync -a \(q(m))/Albums/\(album)/ \(q(out))/ && diff -r \(q(card)) \(q(out))")
             }
             try sh("cmp \(q(card))/.thumbnails/DSCN0012.jpg.jpg \(q(m))/Albums/Camera3/.thumbnails/DSCN0012.jpg.jpg")
         }
@@ -182,7 +190,7 @@ final class ThumbnailTests: XCTestCase {
         // Any other process finds a new album's .thumbnails/ at once (reachable by path).
         try sh("mkdir \(q(m))/Albums/Fresh && test -d \(q(m))/Albums/Fresh/.thumbnails")
         XCTAssertTrue(try sh("mkdir \(q(m))/Albums/Camera/.thumbnails 2>&1", status: 1).stdout.contains("File exists"), "made and holding files: EEXIST")
-        try sh("rm -r \(q(m))/Albums/Camera \(q(m))/Albums/Camera2 \(q(m))/Albums/Camera3 \(q(m))/Albums/Fresh")
+        try sh("rm -r \(q(m))/Albums/Camera \(q(m))/Albums/Camera2 \(q(m))/Albums/Camera3 \(q(m))/Albums/Camera4 \(q(m))/Albums/Fresh")
         XCTAssertEqual(try sh("ls \(q(m))/Albums").stdout, "")
     }
 

@@ -82,9 +82,14 @@ extension FileSystem {
         case .root: fixed = Self.rootChildren
         case .smartAlbums: fixed = Self.smartChildren
         case .allPhotos, .smart, .day, .album:
-            // Reachable by path always; listed only when the mount asks (MountOptions).
+            // Reachable by path always; listed only when the mount asks (MountOptions),
+            // or, in an album, when files were copied into its .thumbnails/ (a card's own:
+            // the tree copies out as it came in; `thumbnailEntries`).
             if options.listThumbnails {
                 fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino)), (Self.sharedFolderName, .sharedThumbnails(of: ino))]
+            } else if case .album = folder, after < Cookie.firstFixed,
+                      try !r.plainFiles(in: Node.thumbnails(of: ino).ino, limit: 1).isEmpty {
+                fixed = [(Self.thumbnailsFolderName, .thumbnails(of: ino))]
             }
         case .sharedThumbnails(let folder):
             fixed = Self.sharedSizes.map { ($0.name, .sharedSize(of: folder, large: $0.large)) }

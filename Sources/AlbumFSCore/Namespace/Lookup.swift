@@ -106,7 +106,7 @@ extension FileSystem {
                 // Files copied into an album's .thumbnails/ first (they cannot be named
                 // as a thumbnail AlbumFS shows: creating such a name opens that one).
                 if let plain = try r.plainFile(named: name, in: folder.ino) { return (.plain(plain), plain.name) }
-                guard name.lowercased().hasSuffix(".jpg"),
+                guard name.lowercased().hasSuffix(".jpg"), !removedThumbnails.isRemoved(name, in: folder.ino),
                       let (asset, shown) = try assetEntry(in: folderIno, named: String(name.dropLast(4)), r) else { return nil }
                 if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return nil }
                 return (.thumbnail(asset), shown + ".jpg")

@@ -33,8 +33,9 @@ extension FileSystem {
 
     /// Entries of a `.thumbnails/` folder: `NAME.jpg` for each asset of its folder, in
     /// the folder's order and with its cookies. Made thumbnails come with attributes,
-    /// missing ones by name (and are queued to be made); ones that cannot be made are
-    /// left out.
+    /// missing ones by name (and are queued to be made); ones that cannot be made, ones
+    /// removed, and ones whose name a file copied in took are left out; none while files
+    /// copied in are there, unless the mount lists thumbnails.
     func thumbnailEntries(in folderIno: UInt64, after: Int64, limit: Int, _ r: any LibraryRecords) throws -> [DirectoryEntry] {
         guard let folder = try item(folderIno, in: r) else { return [] }
         var entries: [(name: String, asset: Asset, cookie: Int64)] = []
@@ -45,11 +46,18 @@ extension FileSystem {
         }
         let size = options.thumbnailSize
         // A file copied in under a thumbnail's name is listed instead of it (`occupant`).
-        let copiedIn = folder.view == nil ? Set(try r.plainFiles(in: Node.thumbnails(of: folderIno).ino).map { Names.key($0.name) }) : []
+        let thumbnailsIno = Node.thumbnails(of: folderIno).ino
+        let copiedIn = folder.view == nil ? Set(try r.plainFiles(in: thumbnailsIno).map { Names.key($0.name) }) : []
+        // A .thumbnails/ that holds files copied in lists those only (they come before
+        // these entries), so that the tree copies out as it came in; the thumbnails made
+        // there are still found by name. A mount that lists thumbnails lists both.
+        if !copiedIn.isEmpty && !options.listThumbnails { return [] }
+        let someRemoved = removedThumbnails.anyRemoved(in: thumbnailsIno)
         var out: [DirectoryEntry] = []
         for entry in entries {
             let name = entry.name + ".jpg"
             if !copiedIn.isEmpty && copiedIn.contains(Names.key(name)) { continue }
+            if someRemoved && removedThumbnails.isRemoved(name, in: thumbnailsIno) { continue }
             if let made = thumbnails.cached(sha256: entry.asset.sha256, size: size) {
                 out.append(DirectoryEntry(name: name, attributes: thumbnailAttributes(entry.asset.id, made), cookie: entry.cookie))
             } else if !thumbnails.failed(sha256: entry.asset.sha256, size: size) {

@@ -90,9 +90,16 @@ extension FileSystem {
                 names.append((Node.sharedSize(of: folder, large: size.large).ino, Self.sharedName(name)))
             }
         }
-        for folder in inodes where Node(ino: folder)?.listsAssets == true {
-            inodes.insert(Node.thumbnails(of: folder).ino)
-            for size in Self.sharedSizes { inodes.insert(Node.sharedSize(of: folder, large: size.large).ino) }
+        for folder in inodes {
+            switch Node(ino: folder) {
+            case let node? where node.listsAssets:
+                inodes.insert(Node.thumbnails(of: folder).ino)
+                for size in Self.sharedSizes { inodes.insert(Node.sharedSize(of: folder, large: size.large).ino) }
+            case .thumbnails(let owner)?:
+                // An album lists its .thumbnails/ while files copied in are there.
+                inodes.insert(owner)
+            default: break
+            }
         }
         invalidate(inodes.sorted().map { .listing($0) } + files.sorted().map { .attributes($0) }
                    + names.map { .entry(parent: $0.0, name: $0.1) })

@@ -6,15 +6,19 @@ extension FileSystem {
     // MARK: unlink
 
     /// rm: a plain file goes; a photo's entry goes where `Rules.remove` says (out of this
-    /// album, to Recently Deleted, unmarked, for good). Thumbnails are derived, so
-    /// removing one changes nothing (and `rm -r` of an album works).
+    /// album, to Recently Deleted, unmarked, for good). Thumbnails are derived: one in a
+    /// `.thumbnails/` is gone from that folder while the mount runs (`RemovedThumbnails`),
+    /// a shared one's removal changes nothing (and `rm -r` of an album works).
     public func unlink(parent: UInt64, name bytes: [UInt8]) throws {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
-        case .thumbnail, .sharedThumbnail:
+        case .thumbnail:
+            removedThumbnails.remove(name, in: parent)
+            afterChange(folders: [parent], entries: [(parent, name)])
+        case .sharedThumbnail:
             return
         case .plain(let file):
             try library.write { _ = try $0.deletePlainFile(file.id) }
