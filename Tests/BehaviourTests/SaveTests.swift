@@ -272,6 +272,32 @@ struct SaveTests {
         #expect(try f.assetCount() == 1)
     }
 
+    /// exiftool -overwrite_original_in_place: `P.jpg_exiftool_tmp` written (it becomes a
+    /// photo), its bytes written into `P.jpg`, the temporary file removed: it leaves no
+    /// photo behind, in the album or in All Photos (nor in Recently Deleted there).
+    @Test(arguments: Kind.allCases)
+    func aTemporaryPhotoCopiedIntoThePhotoAndRemovedLeavesNoTrace(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        for folder in ["Albums/Trip", "All Photos"] {
+            try f.fs.put("\(folder)/P.jpg_exiftool_tmp", folder == "All Photos" ? Fixture.photoB : Fixture.photoA)
+            let h = try f.fs.open("\(folder)/P.jpg", O_RDWR | O_TRUNC, mode: 0)
+            try f.fs.write(h, folder == "All Photos" ? Fixture.photoB : Fixture.photoA, at: 0)
+            try f.fs.close(h)
+            try f.fs.unlink("\(folder)/P.jpg_exiftool_tmp")
+            #expect(try f.names("All Photos") == ["P.jpg"], "\(folder)")
+            #expect(try f.names("Smart Albums/Recently Deleted") == [], "\(folder)")
+            #expect(try f.assetCount() == 1, "\(folder)")
+        }
+        try f.expectPKept()
+        #expect(try f.versions() == 3)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoB)
+        // A photo copied in and removed moments later, whose bytes no save took, stays
+        // in the library as `rm` in an album says.
+        try f.fs.put("Albums/Trip/Q.jpg", Fixture.photoC)
+        try f.fs.unlink("Albums/Trip/Q.jpg")
+        #expect(try f.names("All Photos") == ["P.jpg", "Q.jpg"])
+    }
+
     @Test(arguments: Kind.allCases)
     func savesInAllPhotosKeepThePhotoToo(_ kind: Kind) throws {
         let f = try Fixture(kind)

@@ -63,6 +63,8 @@ final class EditingToolTests: MountTestCase {
         XCTAssertTrue(try sh("ls 'By Date/2011/2011-11/2011-11-11'").stdout.contains("P.jpg"), "By Date follows the new date")
         try edit("exiftool keeping _original", "/usr/bin/exiftool -q -Keywords+=second P.jpg")
         XCTAssertTrue(FileManager.default.fileExists(atPath: m + "/Albums/Trip/P.jpg_original"))
+        // A temporary file written, copied into P.jpg, removed: no photo is left of it.
+        try edit("exiftool -overwrite_original_in_place", "/usr/bin/exiftool -q -overwrite_original_in_place -Keywords+=inplace P.jpg")
         try edit("mogrify in place", "/usr/bin/mogrify -resize 50% P.jpg")
         try edit("convert P.jpg P.jpg", "/usr/bin/convert P.jpg -resize 80% P.jpg")
         let python = """

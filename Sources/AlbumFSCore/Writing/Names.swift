@@ -27,6 +27,14 @@ extension FileSystem {
             sidecarWent(named: file.name, in: parent)
         case .asset(let asset):
             let removal = try Rules.remove(from: Rules.Folder(folder), name: name, folderName: folder.displayName)
+            if let photo = try photoSaved(from: asset, in: folder) {
+                // A save's temporary file, removed once its bytes are the photo's: gone
+                // without a trace, as if it had been renamed over the photo.
+                try library.write { tx in try tx.vanish(asset.id, into: photo.id) }
+                saves.forget(asset.id)
+                afterChange(views: asset, folders: [parent], entries: [(parent, name)])
+                return
+            }
             let left = try library.write { tx in try remove(asset, as: name, by: removal, tx) }
             switch removal {
             case .trash: Log.info("moved \(asset.name) to Recently Deleted")
@@ -38,6 +46,30 @@ extension FileSystem {
                         entries: [(parent, name)] + left.map { (UInt64($0.albumID), $0.name) })
         default:
             throw FSError(EISDIR, "\(name) is a folder", logged: false)
+        }
+    }
+
+    /// The photo that `temp` was a save's temporary file for: `temp` became a photo by a
+    /// close in `folder` moments ago and is in no other folder, and since then another
+    /// photo of `folder` took its bytes as its next version. exiftool's
+    /// `-overwrite_original_in_place` writes `P.jpg_exiftool_tmp`, copies it into `P.jpg`
+    /// and removes it; without this the temporary file stayed a photo of the library.
+    private func photoSaved(from temp: Asset, in folder: Item) throws -> Asset? {
+        guard let fresh = saves.fresh(temp.id, in: folder.ino) else { return nil }
+        return try library.read { r -> Asset? in
+            let memberships = try r.memberships(ofAsset: temp.id)
+            guard memberships.allSatisfy({ FixedInode.folder(ofAlbum: $0.albumID) == folder.ino }) else { return nil }
+            for other in try r.assets(withSHA256: temp.sha256) where other.id != temp.id && !other.isTrashed && other.version > 1 {
+                guard let current = try r.versions(of: other.id).last, current.createdAt >= fresh.atNs / nanosecondsPerSecond - 1 else { continue }
+                switch folder {
+                case .album(let album):
+                    if try r.memberships(ofAsset: other.id).contains(where: { $0.albumID == album.id }) { return other }
+                case .allPhotos:
+                    if !other.hidden { return other }
+                default: break
+                }
+            }
+            return nil
         }
     }
 
