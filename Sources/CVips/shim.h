@@ -1,9 +1,11 @@
 #ifndef ALBUMFS_CVIPS_SHIM_H
 #define ALBUMFS_CVIPS_SHIM_H
-// libvips (decode, headers, thumbnails) and libheif (the stored, un-rotated size of
-// HEIF images). EXIF, XMP and IPTC are read by exiv2 (the CExiv2 target).
+// libvips (decode, headers, thumbnails), libheif (the stored, un-rotated size of
+// HEIF images) and libpng (the shared repository's PNGs). EXIF, XMP and IPTC are read by exiv2 (the CExiv2 target).
 #include <vips/vips.h>
 #include <libheif/heif.h>
+#include <png.h>
+#include <string.h>
 
 // --- libvips: its API is variadic (option lists ending in NULL) -------------------
 
@@ -47,19 +49,71 @@ static inline int shim_vips_thumbnail_preview(const void *bytes, size_t length, 
 }
 
 // A PNG of the freedesktop.org shared thumbnail repository, made from one of our own
-// thumbnail JPEGs (upright, no metadata): at most `side` pixels, with the Thumb::URI and
-// Thumb::MTime text chunks the specification asks for.
+// thumbnail JPEGs (upright, no metadata): at most `side` pixels, as the specification
+// asks: 8-bit RGBA, not interlaced, with `Thumb::URI` and `Thumb::MTime` in tEXt chunks.
+// libvips writes its PNG comments as zTXt, which readers that follow the specification
+// to the letter skip (GLib's thumbnail-verify.c reads tEXt only); so libvips makes the
+// pixels and libpng writes the file. The bytes are g_malloc'd (free with g_free).
+struct shim_png_buffer { unsigned char *data; size_t length, capacity; };
+
+static void shim_png_append(png_structp png, png_bytep data, png_size_t length) {
+    struct shim_png_buffer *out = (struct shim_png_buffer *)png_get_io_ptr(png);
+    if (out->length + length > out->capacity) {
+        out->capacity = (out->length + length) * 2;
+        out->data = g_realloc(out->data, out->capacity);
+    }
+    memcpy(out->data + out->length, data, length);
+    out->length += length;
+}
+
+static void shim_png_flush(png_structp png) { (void)png; }
+
 static inline int shim_vips_shared_png(const char *jpeg, int side, const char *uri, const char *mtime,
                                        void **bytes, size_t *length) {
-    VipsImage *thumb = NULL, *tagged = NULL;
+    VipsImage *thumb = NULL, *srgb = NULL, *rgba = NULL, *u8 = NULL;
     if (vips_thumbnail(jpeg, &thumb, side, "height", side, "size", VIPS_SIZE_DOWN, NULL)) return -1;
-    if (vips_copy(thumb, &tagged, NULL)) { g_object_unref(thumb); return -1; }
-    g_object_unref(thumb);
-    vips_image_set_string(tagged, "png-comment-0-Thumb::URI", uri);
-    vips_image_set_string(tagged, "png-comment-1-Thumb::MTime", mtime);
-    int rc = vips_pngsave_buffer(tagged, bytes, length, NULL);
-    g_object_unref(tagged);
-    return rc;
+    int failed = vips_colourspace(thumb, &srgb, VIPS_INTERPRETATION_sRGB, NULL)
+        || (srgb->Bands == 3 ? vips_addalpha(srgb, &rgba, NULL) : vips_copy(srgb, &rgba, NULL))
+        || rgba->Bands != 4 || vips_cast_uchar(rgba, &u8, NULL);
+    size_t size = 0;
+    unsigned char *pixels = failed ? NULL : vips_image_write_to_memory(u8, &size);
+    int width = failed ? 0 : u8->Xsize, height = failed ? 0 : u8->Ysize;
+    if (thumb) g_object_unref(thumb);
+    if (srgb) g_object_unref(srgb);
+    if (rgba) g_object_unref(rgba);
+    if (u8) g_object_unref(u8);
+    if (!pixels) { if (!failed) vips_error("albumfs", "the thumbnail's pixels cannot be read"); return -1; }
+
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    struct shim_png_buffer out = { NULL, 0, 0 };
+    if (!png || !info || setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, info ? &info : NULL);
+        g_free(pixels);
+        g_free(out.data);
+        vips_error("albumfs", "libpng cannot write the shared thumbnail");
+        return -1;
+    }
+    png_set_write_fn(png, &out, shim_png_append, shim_png_flush);
+    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8, PNG_COLOR_TYPE_RGBA, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_text text[2];
+    memset(text, 0, sizeof text);
+    text[0].compression = PNG_TEXT_COMPRESSION_NONE;
+    text[0].key = (png_charp)"Thumb::URI";
+    text[0].text = (png_charp)uri;
+    text[1].compression = PNG_TEXT_COMPRESSION_NONE;
+    text[1].key = (png_charp)"Thumb::MTime";
+    text[1].text = (png_charp)mtime;
+    png_set_text(png, info, text, 2);
+    png_write_info(png, info);
+    for (int y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * (size_t)width * 4);
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    g_free(pixels);
+    *bytes = out.data;
+    *length = out.length;
+    return 0;
 }
 
 static inline int shim_vips_autorot(VipsImage *in, VipsImage **out) {

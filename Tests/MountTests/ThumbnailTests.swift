@@ -124,6 +124,18 @@ final class ThumbnailTests: XCTestCase {
                 XCTAssertEqual(try sh("vipsheader -f width \(q(png)); vipsheader -f height \(q(png)); vipsheader -f vips-loader \(q(png))").stdout,
                                "\(side)\n\(side * 3 / 4)\npngload\n", "\(name) \(size)")
                 XCTAssertEqual(try sh("exiftool -s3 -ThumbURI -ThumbMTime \(q(png))").stdout, "\(uri)\n\(mtime)\n", "\(name) \(size)")
+                // As the specification says: 8-bit RGBA, not interlaced, the keys in tEXt
+                // chunks (readers such as GLib's thumbnail-verify.c skip zTXt).
+                let chunks = """
+                    import struct, sys; d = open(sys.argv[1], 'rb').read(); i = 8
+                    while i < len(d):
+                        n, t = struct.unpack('>I4s', d[i:i + 8])
+                        if t == b'IHDR': print('bits %d colour %d interlace %d' % (d[i + 16], d[i + 17], d[i + 20]))
+                        if t in (b'tEXt', b'zTXt', b'iTXt'): print(t.decode(), d[i + 8:i + 8 + n].split(b'\\0')[0].decode())
+                        i += 12 + n
+                    """
+                XCTAssertEqual(try sh("python3 -c \(q(chunks)) \(q(png))").stdout,
+                               "bits 8 colour 6 interlace 0\ntEXt Thumb::URI\ntEXt Thumb::MTime\n", "\(name) \(size)")
             }
         }
         XCTAssertEqual(try sh("ls \(q(album))/.sh_thumbnails/normal | sort").stdout,
