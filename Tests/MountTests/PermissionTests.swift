@@ -94,6 +94,30 @@ final class PermissionTests: XCTestCase {
         mount.unmount()
     }
 
+    /// `umask=` works as the shell's umask does: with umask=002 the mount's group (a
+    /// Samba or NFS service user in it) may make albums and add photos, everyone else
+    /// may not; `chmod` of a folder that is not an album is kept, across a remount.
+    func testWithUmask002TheMountsGroupMayAddPhotos() throws {
+        func run(uid: Int, gid: Int, _ command: String) throws -> Processes.Result {
+            try Processes.run("setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "/bin/sh", "-c", command])
+        }
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "gid=65534", "umask=002"])
+        let m = mount.mountpoint
+        XCTAssertEqual(try Processes.shell("stat -c %a \(q(m))/Albums \(q(m))/Albums/A '\(m)/All Photos' \(q(m))/Albums/A/DSCN0010.jpg").stdout,
+                       "775\n775\n775\n664\n")
+        let member = try run(uid: 1000, gid: 65534, "mkdir \(q(m))/Albums/B && cp \(q(gps))/DSCN0012.jpg \(q(m))/Albums/B/ && cp \(q(gps))/DSCN0021.jpg '\(m)/All Photos/' && echo ok")
+        XCTAssertEqual(member.stdout, "ok\n", member.stderr)
+        XCTAssertEqual(try Processes.shell("ls '\(m)/All Photos'").stdout, "DSCN0010.jpg\nDSCN0012.jpg\nDSCN0021.jpg\n")
+        XCTAssertTrue(try run(uid: 1000, gid: 1000, "mkdir \(q(m))/Albums/C 2>&1").stdout.contains("Permission denied"), "not in the group")
+        // The owner takes the group's right away again on Albums/ alone: kept.
+        XCTAssertTrue(try Processes.shell("chmod 755 \(q(m))/Albums").ok)
+        mount.unmount()
+        try mount.start()
+        XCTAssertEqual(try Processes.shell("stat -c %a \(q(m))/Albums \(q(m))/Albums/B").stdout, "755\n775\n")
+        XCTAssertTrue(try run(uid: 1000, gid: 65534, "mkdir \(q(m))/Albums/D 2>&1").stdout.contains("Permission denied"))
+        XCTAssertTrue(try run(uid: 1000, gid: 65534, "mkdir \(q(m))/Albums/B/D && echo ok").ok, "B stays the group's")
+    }
+
     func testReadOnlyRefusesEveryChange() throws {
         mount = try MountedLibrary(library: lib, temp: temp, options: ["ro"])
         let m = mount.mountpoint

@@ -127,7 +127,7 @@ extension FileSystem {
     }
 
     func attributes(of asset: ListedAsset) -> Attributes {
-        var a = fileAttributes(ino: UInt64(asset.id), permissions: asset.mode ?? 0o644, size: asset.size,
+        var a = fileAttributes(ino: UInt64(asset.id), permissions: asset.mode ?? Self.defaultFileMode, size: asset.size,
                                mtimeNs: asset.mtimeNanoseconds, ctimeNs: asset.changedNs)
         a.nlink = UInt32(max(1, asset.links))
         if let pending = writers.get(UInt64(asset.id))?.pendingAttributes() {
@@ -161,16 +161,27 @@ extension FileSystem {
                    atimeNs: mtimeNs, mtimeNs: mtimeNs, ctimeNs: ctimeNs)
     }
 
+    /// The modes files and folders have until `chmod` gives them others, before the
+    /// mount's umask: what a new file and a new folder get from a process whose umask is
+    /// 0, so that `umask=` works as the shell's umask does (022: 0644 and 0755; 002:
+    /// 0664 and 0775, for a group that shares the library). Folders whose contents
+    /// cannot change (date folders, most smart albums, `.thumbnails/`) are 0555.
+    static let defaultFileMode: UInt32 = 0o666
+    static let defaultFolderMode: UInt32 = 0o777
+
     /// Folders report one link: the count of their subfolders is not worth a query on
     /// every stat, and 1 tells find(1) not to count on it (as btrfs does).
     func folderAttributes(ino: UInt64, writable: Bool, mtimeNs: Int64, ctimeNs: Int64) -> Attributes {
-        Attributes(ino: ino, kind: .directory, permissions: (writable ? 0o755 : 0o555) & ~options.umask, nlink: 1,
+        Attributes(ino: ino, kind: .directory, permissions: (writable ? Self.defaultFolderMode : 0o555) & ~options.umask, nlink: 1,
                    uid: options.uid, gid: options.gid, size: 4096, blocks: 8,
                    atimeNs: mtimeNs, mtimeNs: mtimeNs, ctimeNs: ctimeNs)
     }
 
+    /// A folder that is not an album: the library's time, and the mode `chmod` gave it.
     func virtualFolderAttributes(_ item: Item) -> Attributes {
         let time = changedNs.withLock { $0 }
-        return folderAttributes(ino: item.ino, writable: Rules.isWritable(Rules.Folder(item)), mtimeNs: time, ctimeNs: time)
+        var a = folderAttributes(ino: item.ino, writable: Rules.isWritable(Rules.Folder(item)), mtimeNs: time, ctimeNs: time)
+        if let mode = (try? library.read({ try $0.folderMode(item.ino) })) ?? nil { a.permissions = mode & 0o1777 & ~options.umask }
+        return a
     }
 }

@@ -179,7 +179,7 @@ extension FileSystem {
             break
         }
         guard backupLeft else { return nil }
-        return try tx.createPlainFile(named: vacated.renamedTo, in: folder.ino, mode: photo.mode ?? 0o644,
+        return try tx.createPlainFile(named: vacated.renamedTo, in: folder.ino, mode: photo.mode ?? Self.defaultFileMode,
                                       blob: photo.sha256, mtimeNs: photo.mtimeNanoseconds)
     }
 

@@ -208,7 +208,7 @@ extension FileSystem {
                 return .keptPlain
             }
             let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
-            let mode = file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777
+            let mode = file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777
             let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
                                   explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode,
                                   placed: takePlacement(), inFlight: true) { tx in
@@ -239,7 +239,7 @@ extension FileSystem {
         let bytes = PhotoBytes(sha256: clone.sha256, size: clone.size, metadata: clone.metadata, writtenNs: nowNanoseconds(), file: nil)
         let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: file.id,
                               explicitMtimeNs: writer.withLock({ writer.explicitMtimeNs }) ?? file.explicitMtimeNs,
-                              mode: file.mode & 0o1777 == 0o644 ? nil : file.mode & 0o1777) { tx in
+                              mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777) { tx in
             try tx.deletePlainFile(file.id, becomingPhoto: true)
         }
         discard(.plainFile(file.id))

@@ -292,7 +292,7 @@ extension FileSystem {
                     }
                 }
             }
-            if let mode = changes.mode, mode & 0o1777 != (asset.mode ?? 0o644) {
+            if let mode = changes.mode, mode & 0o1777 != (asset.mode ?? Self.defaultFileMode) {
                 try library.write { try $0.setMode(asset.id, mode & 0o1777) }
                 afterChange(asset: try library.asset(id: asset.id))
             }
@@ -327,6 +327,12 @@ extension FileSystem {
             }
         default:
             if changes.size != nil { throw FSError(EISDIR, "is a folder", logged: false) }
+            // A folder that is not an album keeps its mode too (`cp -a dir/. "All Photos/"`
+            // sets it; a group given write access here); its times are the library's.
+            if let mode = changes.mode {
+                try library.write { try $0.setFolderMode(ino, mode) }
+                afterChange(folders: [ino])
+            }
         }
         return try getattr(ino)
     }

@@ -103,7 +103,7 @@ extension FileSystem {
             if case .stayPlain = fate { return try plainMove() }
             let photo = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs,
                                    file: file.blobSHA256 == nil ? hashed : nil)
-            let mode = file.mode & 0o1777 == 0o644 || file.mode & 0o1777 == 0o600 ? nil : file.mode & 0o1777
+            let mode = file.mode & 0o1777 == Self.defaultFileMode || file.mode & 0o1777 == 0o600 ? nil : file.mode & 0o1777
             let landed = try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
                                   explicitMtimeNs: file.explicitMtimeNs, mode: mode) { tx in
                 if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
@@ -236,7 +236,7 @@ extension FileSystem {
         try library.write { tx in
             if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
             try remove(asset, as: name, by: removal, tx)
-            try tx.createPlainFile(named: newName, in: to.ino, mode: asset.mode ?? 0o644, blob: asset.sha256,
+            try tx.createPlainFile(named: newName, in: to.ino, mode: asset.mode ?? Self.defaultFileMode, blob: asset.sha256,
                                    mtimeNs: asset.mtimeNanoseconds)
         }
         if let replacedPlain { removePlainBytes(replacedPlain) }
