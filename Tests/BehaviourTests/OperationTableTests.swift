@@ -127,7 +127,12 @@ struct OperationTableTests {
         #expect(try f.names("Smart Albums/Recently Deleted") == ["P.jpg"])
         #expect(try f.names("All Photos") == [])
         #expect(try f.names("Albums/Trip") == [], "a deleted photo shows only in Recently Deleted")
-        try f.fs.rename("Smart Albums/Recently Deleted/P.jpg", "All Photos/P.jpg")
+        // Renamed inside Recently Deleted, it stays there.
+        try f.fs.rename("Smart Albums/Recently Deleted/P.jpg", "Smart Albums/Recently Deleted/Q.jpg")
+        #expect(try f.names("Smart Albums/Recently Deleted") == ["Q.jpg"])
+        #expect(try f.names("All Photos") == [])
+        #expect(try f.names("Albums/Trip") == [])
+        try f.fs.rename("Smart Albums/Recently Deleted/Q.jpg", "All Photos/P.jpg")
         #expect(try f.names("Albums/Trip") == ["P.jpg"])
         #expect(try f.names("Albums/Other") == ["P.jpg"])
         #expect(try f.fs.stat("Albums/Trip/P.jpg").ino == f.p)
@@ -267,6 +272,42 @@ struct OperationTableTests {
         try f.fs.link("All Photos/B.jpg", "Albums/Kept/B.jpg")
         try f.fs.unlink("All Photos/A.jpg")
         #expect(f.fs.errno { try f.fs.rmdir("Albums/Kept") } == ENOTEMPTY)
+    }
+
+    /// An album's mtime is the last change of its listing, whatever made it: its photo
+    /// sent to Recently Deleted from All Photos, brought back, hidden. A photo's ctime
+    /// moves with its attributes and its links: a caption, a rating, `ln`.
+    @Test(arguments: Kind.allCases)
+    func timesFollowChangesMadeElsewhere(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        var mtime = try f.fs.stat("Albums/Trip").mtimeNs
+        let changes: [(String, () throws -> Void)] = [
+            ("rm in All Photos", { try f.fs.unlink("All Photos/P.jpg") }),
+            ("restored", { try f.fs.rename("Smart Albums/Recently Deleted/P.jpg", "All Photos/P.jpg") }),
+            ("hidden", { try f.fs.setxattr("All Photos/P.jpg", "user.albumfs.hidden", "1") }),
+            ("shown", { try f.fs.setxattr("Smart Albums/Hidden/P.jpg", "user.albumfs.hidden", "0") }),
+        ]
+        for (what, change) in changes {
+            usleep(20_000)
+            try change()
+            let now = try f.fs.stat("Albums/Trip").mtimeNs
+            #expect(now > mtime, "\(what)")
+            mtime = now
+        }
+        var ctime = try f.fs.stat("Albums/Trip/P.jpg").ctimeNs
+        let attributeChanges: [(String, () throws -> Void)] = [
+            ("caption", { try f.fs.setxattr("Albums/Trip/P.jpg", "user.xdg.comment", "Rome") }),
+            ("rating", { try f.fs.setxattr("Albums/Trip/P.jpg", "user.albumfs.rating", "4") }),
+            ("ln", { try f.fs.mkdir("Albums/New"); try f.fs.link("Albums/Trip/P.jpg", "Albums/New/P.jpg") }),
+            ("rm of a link", { try f.fs.unlink("Albums/New/P.jpg") }),
+        ]
+        for (what, change) in attributeChanges {
+            usleep(20_000)
+            try change()
+            let now = try f.fs.stat("Albums/Trip/P.jpg").ctimeNs
+            #expect(now > ctime, "\(what)")
+            ctime = now
+        }
     }
 
     @Test(arguments: Kind.allCases)

@@ -20,6 +20,7 @@ public struct PathStatus: Equatable, Sendable {
     public let ino: UInt64
     public let size: Int64
     public let mtimeNs: Int64
+    public let ctimeNs: Int64
     public let nlink: UInt32
     public let isDirectory: Bool
     public let mode: UInt32
@@ -225,7 +226,7 @@ public final class CoreDriver: Driver {
     public func stat(_ path: String) throws -> PathStatus {
         try attempt("stat \(path)") {
             let a = try fs.getattr(try resolve(path))
-            return PathStatus(ino: a.ino, size: a.size, mtimeNs: a.mtimeNs, nlink: a.nlink, isDirectory: a.kind == .directory,
+            return PathStatus(ino: a.ino, size: a.size, mtimeNs: a.mtimeNs, ctimeNs: a.ctimeNs, nlink: a.nlink, isDirectory: a.kind == .directory,
                               mode: a.permissions)
         }
     }
@@ -365,7 +366,7 @@ public final class MountDriver: Driver {
         var st = Glibc.stat()
         try check(Int(lstat(full(path), &st)), "stat \(path)")
         return PathStatus(ino: UInt64(st.st_ino), size: Int64(st.st_size), mtimeNs: st.st_mtim.nanoseconds,
-                          nlink: UInt32(st.st_nlink), isDirectory: st.isDirectory, mode: UInt32(st.st_mode) & 0o7777)
+                          ctimeNs: st.st_ctim.nanoseconds, nlink: UInt32(st.st_nlink), isDirectory: st.isDirectory, mode: UInt32(st.st_mode) & 0o7777)
     }
 
     public func list(_ path: String) throws -> [String] {

@@ -298,6 +298,7 @@ extension Transaction {
         let sortKey = SortKey.make(takenAt: taken, id: id)
         try db.run("UPDATE memberships SET sort_key = ? WHERE id = ?", sortKey, id)
         try touchAlbum(albumID)
+        try db.run("UPDATE assets SET changed_ns = ? WHERE id = ?", nowNanoseconds(), assetID)  // its link count
         try applySidecarDate(assetID)  // a sidecar may be waiting for it there (rsync sends them first)
         return Membership(id: id, albumID: albumID, assetID: assetID, name: name, sortKey: sortKey)
     }
@@ -314,6 +315,8 @@ extension Transaction {
 
     /// Removes the entry `name` from an album; the asset stays in the library.
     public func removeMembership(album albumID: Int64, name: String) throws {
+        try db.run("UPDATE assets SET changed_ns = ? WHERE id = (SELECT asset_id FROM memberships WHERE album_id = ? AND name_key = ?)",
+                   nowNanoseconds(), albumID, Names.key(name))  // its link count
         try db.run("DELETE FROM memberships WHERE album_id = ? AND name_key = ?", albumID, Names.key(name))
         guard db.changes > 0 else { throw LibraryError.notFound(name) }
         try touchAlbum(albumID)

@@ -96,6 +96,15 @@ extension Transaction {
         guard !asset.isTrashed else { return }
         try update(id, "trashed_at = ?", nowSeconds())
         try trashSidecars(of: asset)
+        try touchAlbums(of: id)
+    }
+
+    /// The albums an asset is in: their listings change when it goes to Recently Deleted,
+    /// is hidden, or comes back (an album's mtime is the last change of its entries).
+    private func touchAlbums(of id: Int64) throws {
+        for album in try db.query("SELECT DISTINCT album_id FROM memberships WHERE asset_id = ?", id, map: { $0.int64(0) }) {
+            try touchAlbum(album)
+        }
     }
 
     /// Brings an asset back from Recently Deleted, with its album memberships and the
@@ -106,6 +115,7 @@ extension Transaction {
         // Out of every desktop trash it went to (their `files/` list trashed photos).
         try db.run("DELETE FROM memberships WHERE asset_id = ? AND album_id IN (SELECT id FROM albums WHERE role = ?)",
                    id, AlbumRole.trashFiles.rawValue)
+        try touchAlbums(of: id)
     }
 
     /// Permission bits for an asset (chmod); nil goes back to the default. Set-id bits
@@ -120,6 +130,7 @@ extension Transaction {
 
     public func setHidden(_ id: Int64, _ on: Bool) throws {
         try update(id, "hidden = ?", on)
+        try touchAlbums(of: id)
     }
 
     /// Renames an asset's display name (a rename in All Photos or a view). EEXIST if
@@ -186,13 +197,25 @@ extension Transaction {
     public func setXattr(ino: Int64, name: String, value: [UInt8]) throws {
         try db.run("INSERT INTO xattrs(ino, name, value) VALUES (?, ?, ?) ON CONFLICT(ino, name) DO UPDATE SET value = excluded.value",
                    ino, name, value)
+        try metadataChanged(ino: ino)
+    }
+
+    /// An attribute of `ino` changed: its st_ctime is now, whatever it is (a photo, an
+    /// album, a plain file; one of the three rows exists).
+    private func metadataChanged(ino: Int64) throws {
+        let now = nowNanoseconds()
+        for table in ["assets", "albums", "plain_files"] {
+            try db.run("UPDATE \(table) SET changed_ns = ? WHERE id = ?", now, ino)
+        }
     }
 
     /// Removes an attribute; false if there was none.
     @discardableResult
     public func removeXattr(ino: Int64, name: String) throws -> Bool {
         try db.run("DELETE FROM xattrs WHERE ino = ? AND name = ?", ino, name)
-        return db.changes > 0
+        guard db.changes > 0 else { return false }
+        try metadataChanged(ino: ino)
+        return true
     }
 
     // MARK: blobs

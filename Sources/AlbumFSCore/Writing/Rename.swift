@@ -181,6 +181,8 @@ extension FileSystem {
         let departure: Rules.Departure
         switch arrival {
         case .trash, .deleteForGood: departure = .stay
+        // A rename inside Recently Deleted: the photo stays there, under its new name.
+        case .rename where fromKind == .recentlyDeleted && toKind == .recentlyDeleted: departure = .stay
         default: departure = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
         }
         let sameFolder = from.ino == to.ino
