@@ -49,7 +49,8 @@ public final class FileSystem: Sendable {
     /// photos, and growing).
     let invalidator = Locked<Invalidator?>(nil)
     /// Requests waiting for a thumbnail now; beyond `thumbnailWaitLimit` a request gets
-    /// EAGAIN instead of holding one more FUSE worker thread on a decoder.
+    /// EAGAIN. The bridge runs such requests off its FUSE worker threads
+    /// (`mayWaitForThumbnail`), so the limit only bounds the threads they hold.
     let thumbnailWaits = Locked(0)
     let thumbnailWaitLimit: Int
     /// Files whose bytes changed since the kernel last opened them.
@@ -71,7 +72,7 @@ public final class FileSystem: Sendable {
     /// `decoder`: where metadata and thumbnails are decoded (the mount gives worker
     /// processes; tests and tools may decode in process).
     public init(library: Library, options: MountOptions, decoder: any Decoding = InProcessDecoder(),
-                backgroundDecoder: (any Decoding)? = nil, thumbnailWaitLimit: Int = 6) {
+                backgroundDecoder: (any Decoding)? = nil, thumbnailWaitLimit: Int = 256) {
         self.library = library
         self.options = options
         self.decoder = decoder

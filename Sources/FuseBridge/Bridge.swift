@@ -17,12 +17,20 @@ final class Bridge: @unchecked Sendable {
     /// folders'), and the notification would wait for them forever. The handler queues
     /// them before it replies; this queue sends them after, in order.
     private let notifier = DispatchQueue(label: "albumfs.invalidate")
+    /// Where requests that may wait for a thumbnail are answered (`ThumbnailWaits`).
+    private let thumbnailWaits = ThumbnailWaits(threads: 8)
 
     init(fs: FileSystem) {
         self.fs = fs
         entryTimeout = fs.options.cacheSeconds
         attrTimeout = fs.options.cacheSeconds
         fs.setInvalidator { [unowned self] items in self.enqueue(items) }
+    }
+
+    /// Runs `body` at once, or, when the request about `ino` may wait for a thumbnail to
+    /// be made, on a thread of `thumbnailWaits`.
+    func answer(about ino: UInt64, _ body: @escaping @Sendable () -> Void) {
+        if fs.mayWaitForThumbnail(ino) { thumbnailWaits.run(body) } else { body() }
     }
 
     static func from(_ req: fuse_req_t?) -> Bridge {

@@ -15,33 +15,46 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     }
     ops.lookup = { req, parent, name in
         let b = Bridge.from(req)
-        b.handle(req, "lookup \(display(name)) in \(parent)") {
-            let asked = bytes(name)
-            // "." is how an NFS server finds a handle's node: the answer is that very node.
-            let found = try b.fs.lookup(parent: b.ino(parent), name: asked, pid: caller(req))
-            b.replyFound(req, found, asked: asked, node: asked == [0x2E] ? parent : nil)
+        let asked = bytes(name), shown = display(name), request = HandedOver(req: req)
+        b.answer(about: b.ino(parent)) {
+            let req = request.req
+            b.handle(req, "lookup \(shown) in \(parent)") {
+                // "." is how an NFS server finds a handle's node: the answer is that very node.
+                let found = try b.fs.lookup(parent: b.ino(parent), name: asked, pid: caller(req))
+                b.replyFound(req, found, asked: asked, node: asked == [0x2E] ? parent : nil)
+            }
         }
     }
     ops.forget = { req, _, _ in fuse_reply_none(req) }
     ops.forget_multi = { req, _, _ in fuse_reply_none(req) }
     ops.getattr = { req, ino, _ in
         let b = Bridge.from(req)
-        b.handle(req, "getattr \(ino)") { b.replyAttr(req, try b.fs.getattr(b.ino(ino), node: ino)) }
+        let request = HandedOver(req: req)
+        b.answer(about: b.ino(ino)) {
+            let req = request.req
+            b.handle(req, "getattr \(ino)") { b.replyAttr(req, try b.fs.getattr(b.ino(ino), node: ino)) }
+        }
     }
     ops.open = { req, ino, fi in
         let b = Bridge.from(req)
-        b.handle(req, "open \(ino)") {
-            let opened = try b.fs.open(b.ino(ino), node: ino, flags: shim_fi_flags(fi), pid: caller(req))
-            let rc: Int32
-            switch opened.mode {
-            case .passthrough(let backingID):
-                rc = shim_reply_open_passthrough(req, opened.handle, backingID, opened.readOnly ? 1 : 0)
-            case .cached:
-                shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
-                shim_fi_set_noflush(fi, opened.readOnly ? 1 : 0)
-                rc = fuse_reply_open(req, fi)
+        guard let fi else { fuse_reply_err(req, EINVAL); return }
+        let request = HandedOver(req: req, info: fi.pointee)
+        b.answer(about: b.ino(ino)) {
+            var request = request
+            let req = request.req
+            b.handle(req, "open \(ino)") {
+                let opened = try b.fs.open(b.ino(ino), node: ino, flags: shim_fi_flags(&request.info), pid: caller(req))
+                let rc: Int32
+                switch opened.mode {
+                case .passthrough(let backingID):
+                    rc = shim_reply_open_passthrough(req, opened.handle, backingID, opened.readOnly ? 1 : 0)
+                case .cached:
+                    shim_fi_set_open_flags(&request.info, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
+                    shim_fi_set_noflush(&request.info, opened.readOnly ? 1 : 0)
+                    rc = fuse_reply_open(req, &request.info)
+                }
+                if rc != 0 { b.fs.release(handle: opened.handle) }
             }
-            if rc != 0 { b.fs.release(handle: opened.handle) }
         }
     }
     ops.read = { req, ino, size, offset, fi in

@@ -88,7 +88,13 @@ public enum Sniffer {
         return .unsupported("unsupported ISO media brand '\(major.trimmingSpaces)'")
     }
 
+    /// Why bytes are no photo, in a word a user knows: what common documents they are.
     private static func describe(_ h: [UInt8]) -> String {
+        for (magic, what) in [("%PDF-", "a PDF document"), ("PK\u{3}\u{4}", "a ZIP archive (or an office document)"),
+                              ("<?xml", "an XML document"), ("<x:xmpmeta", "XMP metadata")]
+        where h.starts(with: Array(magic.utf8)) {
+            return what
+        }
         let printable = h.prefix(16).allSatisfy { $0 == 9 || $0 == 10 || $0 == 13 || (32...126).contains($0) }
         if printable { return "looks like text" }
         return "starts with " + h.prefix(8).map { String($0, radix: 16).leftPadded(2) }.joined(separator: " ")

@@ -4,9 +4,9 @@ import Glibc
 
 /// `.thumbnails/` folders. Listing one never waits for a decoder: made thumbnails are
 /// listed with their attributes, the others by name only (and made in the background).
-/// A stat or an open of one thumbnail may wait for that one, but at most
-/// `thumbnailWaitLimit` requests wait at once, so that slow decoders never hold every
-/// FUSE worker thread; one more gets EAGAIN.
+/// A stat or an open of one thumbnail may wait for that one; the bridge answers such
+/// requests off its FUSE worker threads (`mayWaitForThumbnail`), so that slow decoders
+/// never hold them. Beyond `thumbnailWaitLimit` waiting at once, one more gets EAGAIN.
 extension FileSystem {
     /// The thumbnail of an asset at the mount's size, made now if it is missing (this
     /// request waits for it); nil when its bytes cannot be decoded.
@@ -24,6 +24,16 @@ extension FileSystem {
         }
         defer { thumbnailWaits.withLock { $0 -= 1 } }
         return thumbnails.thumbnail(for: asset, size: size)
+    }
+
+    /// Whether a lookup in folder `parent`, or a stat or open of `ino`, may wait for a
+    /// thumbnail to be made: the bridge runs those off its FUSE worker threads, so that
+    /// any number of them wait while every other request is answered.
+    public func mayWaitForThumbnail(_ ino: UInt64) -> Bool {
+        switch ino & Node.tagMask {
+        case Node.thumbnailTag, Node.thumbnailsDirTag, Node.sharedSizeTag, Node.sharedThumbnailTag: return true
+        default: return false
+        }
     }
 
     func thumbnailAttributes(_ asset: Int64, _ file: Thumbnail) -> Attributes {

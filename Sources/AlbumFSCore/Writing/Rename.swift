@@ -95,7 +95,9 @@ extension FileSystem {
             switch library.classify(hashed, name: newName, reader: decoder) {
             case .notMedia(let why):
                 if let over { throw FSError(EINVAL, "refused to put \(file.name) over \(over.name): \(why); both are unchanged") }
-                return try plainMove()
+                try plainMove()
+                if hashed.size > 0, let moved = try library.read({ try $0.plainFile(id: file.id) }) { logKeptPlain(moved, why) }
+                return
             case .media(let m):
                 metadata = m
             }
