@@ -159,7 +159,6 @@ final class HandleTable: Sendable {
                 guard let at = s.idle.lastIndex(where: { $0.file == key }) else { return nil }
                 return s.idle.remove(at: at).id
             }
-            if kept == nil, getenv("ALBUMFS_DIAG_SEQ") != nil { candidate.adviseSequential() }
             let id = kept ?? backingFiles.register(candidate)
             let (mode, unused) = table.withLock { s -> (IOMode?, Int32?) in
                 var io = s.nodes[node] ?? NodeIO()
