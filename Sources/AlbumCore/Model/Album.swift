@@ -238,9 +238,11 @@ extension Transaction {
     /// entries it shows, as a folder whose listing is empty can be removed on any disk.
     /// Entries it does not show (photos in Recently Deleted, hidden photos) go with it:
     /// such a photo, restored or shown again, comes back to its other albums only. Its
-    /// assets stay in the library. Returns how many entries went unseen.
+    /// assets stay in the library. Sidecars that went to Recently Deleted with such a
+    /// photo will come back to the folder above, the nearest that still exists. Returns
+    /// the assets whose entries went unseen (their link counts changed).
     @discardableResult
-    public func deleteAlbum(id: Int64) throws -> Int {
+    public func deleteAlbum(id: Int64) throws -> [Int64] {
         guard let doomed = try album(id: id) else { throw LibraryError.notFound("album \(id)") }
         let shown = doomed.role == .trashFiles ? "a.trashed_at IS NOT NULL" : AssetView.visible
         let busy = try db.scalar("""
@@ -249,12 +251,19 @@ extension Transaction {
             UNION ALL SELECT 1 FROM plain_files WHERE dir_ino = ? LIMIT 1
             """, id, id, id) != nil
         if busy { throw LibraryError.notEmpty(doomed.name) }
-        let unseen = try db.scalar("SELECT COUNT(*) FROM memberships WHERE album_id = ?", id) ?? 0
+        let unseen = try db.query("SELECT asset_id FROM memberships WHERE album_id = ?", id) { $0.int64(0) }
+        let now = nowNanoseconds()
+        for asset in unseen { try db.run("UPDATE assets SET changed_ns = ? WHERE id = ?", now, asset) }
         try db.run("DELETE FROM memberships WHERE album_id = ?", id)
+        // The desktop trash's folders sit in the root, where no file may be: their
+        // sidecars come back to the top of Albums/.
+        let above = doomed.parentID == Album.rootParent ? FixedInode.albums : FixedInode.folder(ofAlbum: doomed.parentID)
+        try db.run("UPDATE plain_files SET trashed_from = ? WHERE trashed_from = ? AND trashed_with IS NOT NULL",
+                   Int64(bitPattern: above), Int64(bitPattern: FixedInode.folder(ofAlbum: id)))
         try db.run("DELETE FROM albums WHERE id = ?", id)
         try db.run("DELETE FROM xattrs WHERE ino = ?", id)
         try touchAlbum(doomed.parentID)
-        return Int(unseen)
+        return unseen
     }
 
     /// Sets an album's mtime and ctime to now (its entries changed).

@@ -125,8 +125,8 @@ extension FileSystem {
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
         case .album(let album):
-            // Files copied into its .thumbnails/ are not listed, so `rm -r` cannot see
-            // them: they go with the album, as they would on a disk.
+            // Files still in its .thumbnails/ (`rm -r` removes them first; a bare rmdir
+            // does not) go with it, as its derived folder goes.
             let thumbnailsFolder = Node.thumbnails(of: UInt64(album.id)).ino
             let copiedIn = try library.plainFiles(in: thumbnailsFolder)
             let unseen = try library.write { tx in
@@ -135,10 +135,11 @@ extension FileSystem {
             }
             copiedIn.forEach(removePlainBytes)
             if !copiedIn.isEmpty { Log.info("removed album \(album.name) with the \(copiedIn.count) file(s) copied into its .thumbnails/") }
-            if unseen > 0 {
-                Log.info("removed album \(album.name), which listed nothing; \(unseen) photo(s) in Recently Deleted or hidden were in it and no longer are")
+            if !unseen.isEmpty {
+                Log.info("removed album \(album.name), which listed nothing; \(unseen.count) photo(s) in Recently Deleted or hidden were in it and no longer are")
             }
             afterChange(folders: [parent, UInt64(album.id)], entries: [(parent, name)])
+            invalidate(folders: [], files: Set(unseen.map { UInt64($0) }), names: [])  // their link counts
         case .thumbnails, .sharedThumbnails, .sharedSize:
             return  // derived: removing it changes nothing (rm -r of an album)
         case .asset, .plain, .thumbnail, .sharedThumbnail:
