@@ -48,11 +48,6 @@ public final class FileSystem: Sendable {
     /// grew by two with every invalidation (15% of the daemon's time in a `cp -r` of 500
     /// photos, and growing).
     let invalidator = Locked<Invalidator?>(nil)
-    /// Requests waiting for a thumbnail now; beyond `thumbnailWaitLimit` a request gets
-    /// EAGAIN. The bridge runs such requests off its FUSE worker threads
-    /// (`mayWaitForThumbnail`), so the limit only bounds the threads they hold.
-    let thumbnailWaits = Locked(0)
-    let thumbnailWaitLimit: Int
     /// Files whose bytes changed since the kernel last opened them.
     let contentChanges = Locked(Set<UInt64>())
     /// The shared thumbnail names of folders (MD5 hashes), as of a version of the library.
@@ -72,13 +67,12 @@ public final class FileSystem: Sendable {
     /// `decoder`: where metadata and thumbnails are decoded (the mount gives worker
     /// processes; tests and tools may decode in process).
     public init(library: Library, options: MountOptions, decoder: any Decoding = InProcessDecoder(),
-                backgroundDecoder: (any Decoding)? = nil, thumbnailWaitLimit: Int = 256) {
+                backgroundDecoder: (any Decoding)? = nil) {
         self.library = library
         self.options = options
         self.decoder = decoder
         self.thumbnails = ThumbnailCache(library: library, decoder: decoder)
         self.backgroundThumbnails = ThumbnailCache(library: library, decoder: backgroundDecoder ?? decoder)
-        self.thumbnailWaitLimit = thumbnailWaitLimit
         let start = (try? library.files.status(.database))?.modificationNanoseconds ?? nowNanoseconds()
         changedNs = Locked(start)
         let total = (try? SystemCalls.fileSystemStatus(library.root)).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0

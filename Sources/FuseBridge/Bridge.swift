@@ -27,11 +27,15 @@ final class Bridge: @unchecked Sendable {
         fs.setInvalidator { [unowned self] items in self.enqueue(items) }
     }
 
-    /// Runs `body` at once, or, when the request about `ino` may wait for a thumbnail to
-    /// be made, on a thread of `thumbnailWaits`.
-    func answer(about ino: UInt64, _ body: @escaping @Sendable () -> Void) {
-        if fs.mayWaitForThumbnail(ino) { thumbnailWaits.run(body) } else { body() }
+    /// Runs `body` at once, or, when the request about `ino` (a lookup: of `name` in
+    /// folder `ino`) may wait for a thumbnail to be made, on a thread of `thumbnailWaits`.
+    func answer(about ino: UInt64, name: [UInt8]? = nil, _ body: @escaping @Sendable () -> Void) {
+        if fs.mayWaitForThumbnail(ino, name: name) { thumbnailWaits.run(body) } else { body() }
     }
+
+    /// After the session's loop ended, before it is destroyed: the requests still
+    /// waiting for thumbnails are answered (to a closed channel), and their threads end.
+    func stopWaits() { thumbnailWaits.stop() }
 
     static func from(_ req: fuse_req_t?) -> Bridge {
         Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue().bridge!

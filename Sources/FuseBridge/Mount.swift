@@ -148,6 +148,7 @@ public enum FuseMount {
         Log.info("mounted \(request.library) on \(request.mountpoint)" + (passthrough == 1 ? " (reads in passthrough)" : ""))
         let rc = shim_loop_mt(session, 1, 8, 16)
         fs.stopSchedule()
+        bridge.stopWaits()
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
         Log.info("unmounted \(request.mountpoint)\(rc != 0 ? " (loop ended with \(rc))" : "")")

@@ -16,7 +16,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.lookup = { req, parent, name in
         let b = Bridge.from(req)
         let asked = bytes(name), shown = display(name), request = HandedOver(req: req)
-        b.answer(about: b.ino(parent)) {
+        b.answer(about: b.ino(parent), name: asked) {
             let req = request.req
             b.handle(req, "lookup \(shown) in \(parent)") {
                 // "." is how an NFS server finds a handle's node: the answer is that very node.

@@ -10,8 +10,12 @@ import Foundation
 final class ThumbnailWaits: @unchecked Sendable {
     private let condition = NSCondition()
     private var work: [@Sendable () -> Void] = []
+    /// Threads still serving; `stop` waits for none to be left.
+    private var serving: Int
+    private var stopping = false
 
     init(threads: Int) {
+        serving = threads
         for index in 0..<threads {
             let thread = Thread { [unowned self] in self.serve() }
             thread.name = "albumfs.thumbnail-wait.\(index)"
@@ -26,10 +30,26 @@ final class ThumbnailWaits: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Answers what is in line and ends the threads, returning when the last is done:
+    /// the session they reply on must outlive every reply (the mount destroys it next).
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while serving > 0 { condition.wait() }
+        condition.unlock()
+    }
+
     private func serve() {
         while true {
             condition.lock()
-            while work.isEmpty { condition.wait() }
+            while work.isEmpty && !stopping { condition.wait() }
+            guard !work.isEmpty else {
+                serving -= 1
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
             let body = work.removeFirst()
             condition.unlock()
             body()

@@ -271,6 +271,7 @@ final class ReliabilityTests: MountTestCase {
     /// again), and everything else is answered meanwhile: they wait off libfuse's threads.
     func testListingsNeverWaitForDecoders() throws {
         try start(["ALBUMFS_TEST_HANG_MARKER": "marker-hang-me", "ALBUMFS_TEST_DECODER_SECONDS": "6"])
+        try sh("cp \(q(gps))/DSCN0012.jpg Albums/A/ready.jpg && stat Albums/A/.thumbnails/ready.jpg.jpg > /dev/null")
         for i in 0..<8 {
             try sh("cp \(q(try variant("DSCN0010.jpg", "marker-hang-me-\(i)"))) Albums/A/slow\(i).jpg")
         }
@@ -289,6 +290,11 @@ final class ReliabilityTests: MountTestCase {
         started = Date()
         try sh("ls -l Albums 'All Photos' > /dev/null && cat Albums/A/slow0.jpg > /dev/null")
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "the mount answers while decoders hang")
+        // Every thread that waits for thumbnails is taken: what needs no decoder (a made
+        // thumbnail, the folder itself) is answered at once, not in line behind them.
+        started = Date()
+        try sh("stat Albums/A/.thumbnails Albums/A/.thumbnails/Ready.JPG.jpg > /dev/null && cat Albums/A/.thumbnails/READY.jpg.jpg > /dev/null")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2, "a made thumbnail waits for no other")
         waits.waitUntilExit()
         XCTAssertFalse(mount.log.contains("try again"), mount.log)
         // Each hung decoder ran out of time: each stat failed with the thumbnail, none early.

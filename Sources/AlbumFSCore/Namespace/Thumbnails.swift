@@ -6,33 +6,47 @@ import Glibc
 /// listed with their attributes, the others by name only (and made in the background).
 /// A stat or an open of one thumbnail may wait for that one; the bridge answers such
 /// requests off its FUSE worker threads (`mayWaitForThumbnail`), so that slow decoders
-/// never hold them. Beyond `thumbnailWaitLimit` waiting at once, one more gets EAGAIN.
+/// never hold them.
 extension FileSystem {
     /// The thumbnail of an asset at the mount's size, made now if it is missing (this
     /// request waits for it); nil when its bytes cannot be decoded.
     func thumbnailWaitingIfNeeded(of asset: Asset) throws -> Thumbnail? {
-        let size = options.thumbnailSize
-        if let done = thumbnails.cached(sha256: asset.sha256, size: size) { return done }
-        if thumbnails.failed(sha256: asset.sha256, size: size) { return nil }
-        let admitted = thumbnailWaits.withLock { waiting -> Bool in
-            guard waiting < thumbnailWaitLimit else { return false }
-            waiting += 1
-            return true
-        }
-        guard admitted else {
-            throw FSError(EAGAIN, "the thumbnail of \(asset.name) is not made yet and \(thumbnailWaitLimit) others are being made; try again")
-        }
-        defer { thumbnailWaits.withLock { $0 -= 1 } }
-        return thumbnails.thumbnail(for: asset, size: size)
+        thumbnails.thumbnail(for: asset, size: options.thumbnailSize)
     }
 
-    /// Whether a lookup in folder `parent`, or a stat or open of `ino`, may wait for a
-    /// thumbnail to be made: the bridge runs those off its FUSE worker threads, so that
-    /// any number of them wait while every other request is answered.
-    public func mayWaitForThumbnail(_ ino: UInt64) -> Bool {
+    /// Whether a request may wait for a thumbnail to be made: a stat or an open of
+    /// `ino`, or (`name` given) a lookup of `name` in folder `ino`. The bridge runs those
+    /// off its FUSE worker threads, so that any number of them wait while every other
+    /// request is answered. Only a request about a thumbnail not yet made (nor known to
+    /// fail) may wait: one about a made thumbnail, a file copied in or a thumbnail
+    /// folder itself is answered in place, never in line behind the ones that wait.
+    public func mayWaitForThumbnail(_ ino: UInt64, name: [UInt8]? = nil) -> Bool {
         switch ino & Node.tagMask {
-        case Node.thumbnailTag, Node.thumbnailsDirTag, Node.sharedSizeTag, Node.sharedThumbnailTag: return true
-        default: return false
+        case Node.thumbnailTag, Node.sharedThumbnailTag:
+            guard name == nil else { return false }  // not a folder: ENOTDIR at once
+        case Node.thumbnailsDirTag, Node.sharedSizeTag:
+            guard name != nil else { return false }  // the folder itself
+        default:
+            return false
+        }
+        do {
+            let item: Item?
+            if let name {
+                let folder = try library.read { try self.folder(ino, in: $0) }
+                item = try lookupEntry(in: folder, name: try validName(name))
+            } else {
+                item = try library.read { try self.item(ino, in: $0) }
+            }
+            let asset: Asset
+            switch item {
+            case .thumbnail(let a)?: asset = a
+            case .sharedThumbnail(let entry)?: asset = entry.asset
+            default: return false
+            }
+            let size = options.thumbnailSize
+            return thumbnails.cached(sha256: asset.sha256, size: size) == nil && !thumbnails.failed(sha256: asset.sha256, size: size)
+        } catch {
+            return false  // the request itself says what is wrong, at once
         }
     }
 
