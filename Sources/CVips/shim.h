@@ -68,6 +68,38 @@ static void shim_png_append(png_structp png, png_bytep data, png_size_t length) 
 
 static void shim_png_flush(png_structp png) { (void)png; }
 
+/* libpng reports errors by longjmp: this frame changes nothing after its setjmp (the
+   buffer is the caller's, reached through a pointer), so nothing here is indeterminate
+   after the jump, and setjmp is the whole condition of its `if`, as C requires. */
+static int shim_png_write_rgba(const unsigned char *pixels, int width, int height, const char *uri,
+                               const char *mtime, struct shim_png_buffer *out) {
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    if (!png) return -1;
+    png_infop info = png_create_info_struct(png);
+    if (!info) { png_destroy_write_struct(&png, NULL); return -1; }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        return -1;
+    }
+    png_set_write_fn(png, out, shim_png_append, shim_png_flush);
+    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8, PNG_COLOR_TYPE_RGBA, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_text text[2];
+    memset(text, 0, sizeof text);
+    text[0].compression = PNG_TEXT_COMPRESSION_NONE;
+    text[0].key = (png_charp)"Thumb::URI";
+    text[0].text = (png_charp)uri;
+    text[1].compression = PNG_TEXT_COMPRESSION_NONE;
+    text[1].key = (png_charp)"Thumb::MTime";
+    text[1].text = (png_charp)mtime;
+    png_set_text(png, info, text, 2);
+    png_write_info(png, info);
+    for (int y = 0; y < height; y++) png_write_row(png, (png_bytep)(pixels + (size_t)y * (size_t)width * 4));
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    return 0;
+}
+
 static inline int shim_vips_shared_png(const char *jpeg, int side, const char *uri, const char *mtime,
                                        void **bytes, size_t *length) {
     VipsImage *thumb = NULL, *srgb = NULL, *rgba = NULL, *u8 = NULL;
@@ -84,33 +116,14 @@ static inline int shim_vips_shared_png(const char *jpeg, int side, const char *u
     if (u8) g_object_unref(u8);
     if (!pixels) { if (!failed) vips_error("albumfs", "the thumbnail's pixels cannot be read"); return -1; }
 
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
     struct shim_png_buffer out = { NULL, 0, 0 };
-    if (!png || !info || setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, info ? &info : NULL);
-        g_free(pixels);
+    int written = shim_png_write_rgba(pixels, width, height, uri, mtime, &out);
+    g_free(pixels);
+    if (written != 0) {
         g_free(out.data);
         vips_error("albumfs", "libpng cannot write the shared thumbnail");
         return -1;
     }
-    png_set_write_fn(png, &out, shim_png_append, shim_png_flush);
-    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8, PNG_COLOR_TYPE_RGBA, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_text text[2];
-    memset(text, 0, sizeof text);
-    text[0].compression = PNG_TEXT_COMPRESSION_NONE;
-    text[0].key = (png_charp)"Thumb::URI";
-    text[0].text = (png_charp)uri;
-    text[1].compression = PNG_TEXT_COMPRESSION_NONE;
-    text[1].key = (png_charp)"Thumb::MTime";
-    text[1].text = (png_charp)mtime;
-    png_set_text(png, info, text, 2);
-    png_write_info(png, info);
-    for (int y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * (size_t)width * 4);
-    png_write_end(png, info);
-    png_destroy_write_struct(&png, &info);
-    g_free(pixels);
     *bytes = out.data;
     *length = out.length;
     return 0;

@@ -97,12 +97,17 @@ public final class ThumbnailCache: Sendable {
         return nil
     }
 
+    /// The shared PNGs' format: a new one when their bytes change for the same photo.
+    static let sharedFormat = "png-rgba-text-2"
+
     /// The shared-repository PNG (freedesktop.org, `.sh_thumbnails`) of `side` pixels
     /// made from `jpeg` (this cache's own thumbnail of the bytes `sha256`), naming the
     /// original `uri` with `mtimeSeconds`; made now if missing. Our own JPEG is decoded
     /// here, in this process: its bytes are ours, not a user's.
     public func sharedPNG(of jpeg: Thumbnail, sha256: String, side: Int, uri: String, mtimeSeconds: Int64) throws -> Thumbnail {
-        let key = String(md5Hex(Array("\(uri)\u{0}\(mtimeSeconds)".utf8)).prefix(16))
+        // The format is in the key: PNGs an earlier release cached (comments in zTXt,
+        // which readers of the specification skip) are never served again.
+        let key = String(md5Hex(Array("\(Self.sharedFormat)\u{0}\(uri)\u{0}\(mtimeSeconds)".utf8)).prefix(16))
         let path = LibraryPath.sharedThumbnail(sha256: sha256, side: side, key: key)
         if let st = try library.files.status(path), st.isRegularFile {
             return Thumbnail(path: path, size: Int64(st.st_size), mtimeNs: st.modificationNanoseconds)
