@@ -53,12 +53,14 @@ final class CommandLineTests: XCTestCase {
             let library = try Library.open(at: lib, access: .exclusive)
             let asset = try XCTUnwrap(try library.asset(named: "undated.mkv"))
             try library.write { try $0.setXattr(ino: asset.id, name: "user.DOSATTRIB", value: [0x62, 0x69, 0x6e, 0x00, 0x61, 0xff]) }
+            try library.write { try $0.setXattr(ino: asset.id, name: "user.xdg.comment", value: Array("Two\nlines\tand a tab".utf8)) }
         }
         func captured(zone: String) throws -> String {
             let info = try Processes.run(Processes.albumfs, ["info", lib, "All Photos/undated.mkv"], environment: ["TZ": zone])
             XCTAssertEqual(info.status, 0, info.stderr)
             XCTAssertTrue(info.stdout.contains("0x62696e0061ff"), info.stdout)
             XCTAssertFalse(info.stdout.utf8.contains(0), "no raw bytes on the terminal")
+            XCTAssertTrue(info.stdout.contains("Two\\nlines\\tand a tab"), "a caption of two lines is text, on one line: \(info.stdout)")
             return try XCTUnwrap(info.stdout.split(separator: "\n").first { $0.contains("captured") }.map(String.init))
         }
         XCTAssertTrue(try captured(zone: "UTC").contains("2020-09-13T12:26:40Z"))

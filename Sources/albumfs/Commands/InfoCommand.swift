@@ -93,9 +93,11 @@ enum InfoCommand {
     /// in hex (as `getfattr -e hex` shows it): Samba's `user.DOSATTRIB`, for one, is
     /// binary, and raw bytes would garble the terminal.
     static func printable(_ value: [UInt8]) -> String {
+        // Text is shown as text (a caption of several lines on one line, its line breaks
+        // and tabs as \n and \t); anything else with a control character, as hex.
         if let text = String(validating: value, as: UTF8.self),
-           !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            return text
+           !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\n" && $0 != "\t" }) {
+            return text.replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\t", with: "\\t")
         }
         return "0x" + value.map { String(format: "%02x", $0) }.joined()
     }
