@@ -12,15 +12,19 @@ import Glibc
 /// 3. Where the folder does not import (the top of Albums/, a hidden name): a plain file.
 /// 4. Bytes the library holds already, as an asset this folder does not show: that asset
 ///    is added here (a membership, a mark, back from Recently Deleted). As an asset the
-///    folder shows already (under another name): a new asset sharing the blob (Photos'
-///    Duplicate), so that editing one never changes the other.
+///    folder shows already (under another name), or only as hidden assets: a new asset
+///    sharing the blob (Photos' Duplicate), so that editing one never changes the other,
+///    and a hidden photo is never shown by a copy of its bytes (added here, it would
+///    stay hidden and the file just made would vanish from its folder; shown again, a
+///    photo its owner hid would show everywhere).
+///    (docs/namespace.md, "Bytes the library holds")
 /// 5. Else a new asset, with the inode number the file had.
 ///
 /// Saves never dedupe (1 and 2 make a version whatever other asset has these bytes).
 enum Destiny {
     case version(of: Asset, vacated: SaveWindow.Vacated?)
     case stayPlain(Rules.Refusal)
-    case existing(Asset, ImportDestination, unhide: Bool)
+    case existing(Asset, ImportDestination)
     case duplicate(of: Asset, ImportDestination)
     case newAsset(ImportDestination)
 }
@@ -70,7 +74,8 @@ extension FileSystem {
         // Does this folder show (one of) the assets with these bytes already?
         let shown = try holders.first { asset in try folderShows(folder, asset) }
         if let shown { return .duplicate(of: shown, destination) }
-        return .existing(existing, destination, unhide: kind == .allPhotos && existing.hidden)
+        guard let unhidden = holders.first(where: { !$0.hidden }) else { return .duplicate(of: existing, destination) }
+        return .existing(unhidden, destination)
     }
 
     /// Whether a folder shows an asset now.
@@ -116,9 +121,8 @@ extension FileSystem {
                                                  vacated: vacated, folder: folder, name: name)
                     if fileID != photo.id { try tx.addAlias(ino: fileID, asset: photo.id) }
                     return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
-                case .existing(let asset, let destination, let unhide):
+                case .existing(let asset, let destination):
                     _ = try tx.addExisting(asset.id, destination: destination)
-                    if unhide { try tx.setHidden(asset.id, false) }
                     if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
                     try tx.addAlias(ino: fileID, asset: asset.id, keepsItsNumber: true)
                     return Landed(asset: try tx.asset(id: asset.id)!, before: asset, backup: nil, isNew: false)
