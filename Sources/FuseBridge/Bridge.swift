@@ -136,7 +136,7 @@ final class Bridge: @unchecked Sendable {
     /// file has is not kept by the kernel: removing or renaming the file invalidates
     /// only its own name, and the other spelling would stay cached for an hour.
     func replyFound(_ req: fuse_req_t?, _ found: FileSystem.Found, asked: [UInt8], node: UInt64? = nil) {
-        replyEntry(req, found.attributes, cacheName: Array(found.name.utf8) == asked, node: node)
+        replyEntry(req, found.attributes, cacheName: found.keepName && Array(found.name.utf8) == asked, node: node)
     }
 
     func replyAttr(_ req: fuse_req_t?, _ a: Attributes) {

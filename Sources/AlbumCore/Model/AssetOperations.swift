@@ -91,10 +91,15 @@ extension Transaction {
 
     /// Moves an asset to Recently Deleted; its memberships are kept for a restore, and
     /// the sidecars beside it go with it (Sidecars.swift).
-    public func trash(_ id: Int64) throws {
+    /// `at`: the deletion time (seconds) to keep, for a photo put back as it was; already
+    /// in Recently Deleted, it then only takes that time.
+    public func trash(_ id: Int64, at seconds: Int64? = nil) throws {
         guard let asset = try asset(id: id) else { throw LibraryError.notFound("asset \(id)") }
-        guard !asset.isTrashed else { return }
-        try update(id, "trashed_at = ?", nowSeconds())
+        guard !asset.isTrashed else {
+            if let seconds { try update(id, "trashed_at = ?", seconds) }
+            return
+        }
+        try update(id, "trashed_at = ?", seconds ?? nowSeconds())
         try trashSidecars(of: asset)
         try touchAlbums(of: id)
     }

@@ -16,6 +16,12 @@ extension FileSystem {
     public struct Found: Sendable {
         public let attributes: Attributes
         public let name: String
+        /// Whether the kernel may keep the name. Not for a photo a close brought back
+        /// from Recently Deleted moments ago: renamed over another photo (a save's
+        /// temporary file), it goes back there, and the name it is moved to must lead to
+        /// the photo saved at once, not to it (entry invalidations arrive after the
+        /// rename has returned).
+        public var keepName = true
     }
 
     /// Looks a name up in a folder. Names arrive as bytes: not UTF-8 is EILSEQ, over 255
@@ -46,7 +52,9 @@ extension FileSystem {
             return Found(attributes: try attributes(of: plain), name: plain.name)
         }
         guard let (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
-        return Found(attributes: try attributes(of: item), name: shownAs)
+        var found = Found(attributes: try attributes(of: item), name: shownAs)
+        if case .asset(let asset) = item, saves.restored(asset.id, in: parent) != nil { found.keepName = false }
+        return found
     }
 
     /// `.thumbnails` in any case (a length test first: most names are not).

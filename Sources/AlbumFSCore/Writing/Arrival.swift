@@ -123,6 +123,13 @@ extension FileSystem {
                     return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
                 case .existing(let asset, let destination):
                     _ = try tx.addExisting(asset.id, destination: destination)
+                    // A photo back from Recently Deleted where views list photos by their
+                    // own names (All Photos) takes the name it was copied back under, so
+                    // that the file is where it was made; unless another photo has it.
+                    if asset.isTrashed, destination.album == nil, Names.key(asset.name) != Names.key(name),
+                       try tx.asset(named: name) == nil {
+                        try tx.renameAsset(asset.id, to: name)
+                    }
                     if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
                     try tx.addAlias(ino: fileID, asset: asset.id, keepsItsNumber: true)
                     return Landed(asset: try tx.asset(id: asset.id)!, before: asset, backup: nil, isNew: false)
@@ -146,6 +153,13 @@ extension FileSystem {
         if case .version(_, let vacated?) = destiny { saves.settle(folder: folder.ino, name: vacated.name) }
         if landed.isNew, Rules.keepsSaves(Rules.Folder(folder)) {
             saves.madeByClose(landed.asset.id, in: folder.ino, writtenNs: bytes.writtenNs)
+        }
+        if case .existing(let asset, _) = destiny {
+            // Not made by this close, whatever made it moments ago (a copy since deleted).
+            saves.forget(asset.id)
+            if let trashedAt = asset.trashedAt, Rules.keepsSaves(Rules.Folder(folder)) {
+                saves.restoredByClose(asset.id, in: folder.ino, name: asset.name, trashedAt: trashedAt)
+            }
         }
         return landed
     }

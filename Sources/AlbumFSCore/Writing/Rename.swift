@@ -155,6 +155,9 @@ extension FileSystem {
             let fresh = saves.fresh(asset.id, in: from.ino)
             let memberships = try library.read { try $0.memberships(ofAsset: asset.id) }
             let vanishes = fresh != nil && memberships.allSatisfy { FixedInode.folder(ofAlbum: $0.albumID) == from.ino }
+            // A temporary file whose close brought a photo back from Recently Deleted (the
+            // same bytes): that photo goes back as it was, its name and deletion time.
+            let restored = fresh == nil ? saves.restored(asset.id, in: from.ino) : nil
             let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: asset.metadata,
                                    writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
             let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: over == nil ? vacated : nil),
@@ -164,11 +167,21 @@ extension FileSystem {
                     try tx.vanish(asset.id, into: photo.id)
                 } else {
                     try remove(asset, as: name, by: removal, tx)
+                    if let restored {
+                        if Names.key(asset.name) != Names.key(restored.name), try tx.asset(named: restored.name) == nil {
+                            try tx.renameAsset(asset.id, to: restored.name)
+                        }
+                        try tx.trash(asset.id, at: restored.trashedAt)
+                    }
                 }
             }
             if let replacedPlain { removePlainBytes(replacedPlain) }
             if vanishes {
                 saves.forget(asset.id)
+            } else if let restored {
+                saves.forget(asset.id)
+                if let now = try? library.asset(id: asset.id) { afterChange(asset: now, views: asset) }
+                Log.info("saved \(name) over \(photo.name): it is \(photo.name)'s new version; \(restored.name), which its bytes had brought back, is in Recently Deleted again")
             } else {
                 Log.info("saved \(asset.name) over \(photo.name): it is \(photo.name)'s new version; \(name) left \(from.displayName)")
             }

@@ -12,6 +12,9 @@ import AlbumCore
 /// - Fresh photos. A file that became a photo by its own close moments ago, in this one
 ///   folder (a save's temporary file: `mkstemp`, `P.jpg_exiftool_tmp`): renamed over a
 ///   photo (or onto a vacated name) it leaves no trace.
+/// - Restored photos. A file whose close brought a photo back from Recently Deleted (its
+///   bytes), in this one folder: renamed over another photo, it was a save's temporary
+///   file, and the photo goes back as it was (its name, its deletion time).
 ///
 /// Each entry has its own minute, keyed by folder and name: a busy folder does not cut
 /// another save's minute short. The table holds at most `capacity` entries (the oldest
@@ -47,9 +50,18 @@ final class SaveWindow: Sendable {
         let writtenNs: Int64
     }
 
+    struct Restored: Sendable {
+        let folder: UInt64
+        let atNs: Int64
+        /// Its name and deletion time (seconds) in Recently Deleted.
+        let name: String
+        let trashedAt: Int64
+    }
+
     private struct State {
         var vacated: [Slot: Vacated] = [:]
         var fresh: [Int64: Fresh] = [:]
+        var restored: [Int64: Restored] = [:]
     }
 
     private let state = Locked(State())
@@ -111,8 +123,31 @@ final class SaveWindow: Sendable {
         }
     }
 
+    /// `asset`, named `name` in Recently Deleted since `trashedAt`, came back by a close in
+    /// `folder` just now.
+    func restoredByClose(_ asset: Int64, in folder: UInt64, name: String, trashedAt: Int64, now: Int64 = nowNanoseconds()) {
+        state.withLock { s in
+            s.restored[asset] = Restored(folder: folder, atNs: now, name: name, trashedAt: trashedAt)
+            if s.restored.count > Self.capacity, let oldest = s.restored.min(by: { $0.value.atNs < $1.value.atNs }) {
+                s.restored.removeValue(forKey: oldest.key)
+            }
+        }
+    }
+
+    /// How `asset` came back from Recently Deleted by a close in `folder` within the
+    /// minute, if it did.
+    func restored(_ asset: Int64, in folder: UInt64, now: Int64 = nowNanoseconds()) -> Restored? {
+        state.withLock { s in
+            guard let entry = s.restored[asset], entry.folder == folder, Self.live(entry.atNs, now) else { return nil }
+            return entry
+        }
+    }
+
     func forget(_ asset: Int64) {
-        state.withLock { _ = $0.fresh.removeValue(forKey: asset) }
+        state.withLock {
+            _ = $0.fresh.removeValue(forKey: asset)
+            _ = $0.restored.removeValue(forKey: asset)
+        }
     }
 
     /// Drops what is older than a minute.
@@ -120,6 +155,7 @@ final class SaveWindow: Sendable {
         state.withLock { s in
             s.vacated = s.vacated.filter { Self.live($0.value.atNs, now) }
             s.fresh = s.fresh.filter { Self.live($0.value.atNs, now) }
+            s.restored = s.restored.filter { Self.live($0.value.atNs, now) }
         }
     }
 }
