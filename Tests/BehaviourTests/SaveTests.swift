@@ -173,6 +173,36 @@ struct SaveTests {
         #expect(try f.assetCount() == 3)
     }
 
+    /// exiftool `-overwrite_original_in_place` with bytes of photos in Recently Deleted:
+    /// the temporary file's close brings each back, its bytes are written into the photo,
+    /// and its removal puts it back in Recently Deleted as it was.
+    @Test(arguments: Kind.allCases)
+    func aTemporaryFileWithATrashedPhotosBytesCopiedIntoThePhotoAndRemoved(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/Old")
+        try f.fs.put("Albums/Old/TA.jpg", Fixture.photoA)
+        try f.fs.put("All Photos/TB.jpg", Fixture.photoB)
+        try f.fs.unlink("All Photos/TA.jpg")
+        try f.fs.unlink("All Photos/TB.jpg")
+        let deletedAt = try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt }
+        usleep(1_100_000)  // deletion times are in seconds: a second deletion would show
+        for (folder, bytes) in [("Albums/Trip", Fixture.photoA), ("All Photos", Fixture.photoB)] {
+            try f.fs.put("\(folder)/P.jpg_exiftool_tmp", bytes)
+            let h = try f.fs.open("\(folder)/P.jpg", O_RDWR | O_TRUNC, mode: 0)
+            try f.fs.write(h, bytes, at: 0)
+            try f.fs.close(h)
+            try f.fs.unlink("\(folder)/P.jpg_exiftool_tmp")
+            #expect(try f.names("All Photos") == ["P.jpg"], "\(folder)")
+            #expect(try f.names("Smart Albums/Recently Deleted") == ["TA.jpg", "TB.jpg"], "\(folder)")
+            #expect(try f.names("Albums/Old") == [], "\(folder)")
+        }
+        try f.expectPKept()
+        #expect(try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt } == deletedAt)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoB)
+        #expect(try f.versions() == 3)
+        #expect(try f.assetCount() == 3)
+    }
+
     @Test(arguments: Kind.allCases)
     func aCopyBesideThePhotoIsADuplicateThatEditsAlone(_ kind: Kind) throws {
         let f = try Fixture(kind)

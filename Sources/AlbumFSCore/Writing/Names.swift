@@ -27,12 +27,26 @@ extension FileSystem {
             sidecarWent(named: file.name, in: parent)
         case .asset(let asset):
             let removal = try Rules.remove(from: Rules.Folder(folder), name: name, folderName: folder.displayName)
-            if let photo = try photoSaved(from: asset, in: folder) {
+            if let fresh = saves.fresh(asset.id, in: folder.ino),
+               let photo = try photoSaved(from: asset, in: folder, since: fresh.atNs, onlyHere: true) {
                 // A save's temporary file, removed once its bytes are the photo's: gone
                 // without a trace, as if it had been renamed over the photo.
                 try library.write { tx in try tx.vanish(asset.id, into: photo.id) }
                 saves.forget(asset.id)
                 afterChange(views: asset, folders: [parent], entries: [(parent, name)])
+                return
+            }
+            if let restored = saves.restored(asset.id, in: folder.ino),
+               let photo = try photoSaved(from: asset, in: folder, since: restored.atNs, onlyHere: false) {
+                // A save's temporary file whose close brought this photo back from Recently
+                // Deleted: it goes back there as it was, as if renamed over the photo.
+                try library.write { tx in
+                    try remove(asset, as: name, by: removal, tx)
+                    try putBack(asset, restored, tx)
+                }
+                saves.forget(asset.id)
+                afterChange(asset: try library.asset(id: asset.id), views: asset, folders: [parent], entries: [(parent, name)])
+                Log.info("\(name) removed after \(photo.name) took its bytes: \(restored.name), which they had brought back, is in Recently Deleted again")
                 return
             }
             let left = try library.write { tx in try remove(asset, as: name, by: removal, tx) }
@@ -49,18 +63,20 @@ extension FileSystem {
         }
     }
 
-    /// The photo that `temp` was a save's temporary file for: `temp` became a photo by a
-    /// close in `folder` moments ago and is in no other folder, and since then another
-    /// photo of `folder` took its bytes as its next version. exiftool's
-    /// `-overwrite_original_in_place` writes `P.jpg_exiftool_tmp`, copies it into `P.jpg`
-    /// and removes it; without this the temporary file stayed a photo of the library.
-    private func photoSaved(from temp: Asset, in folder: Item) throws -> Asset? {
-        guard let fresh = saves.fresh(temp.id, in: folder.ino) else { return nil }
-        return try library.read { r -> Asset? in
-            let memberships = try r.memberships(ofAsset: temp.id)
-            guard memberships.allSatisfy({ FixedInode.folder(ofAlbum: $0.albumID) == folder.ino }) else { return nil }
+    /// The photo that `temp` was a save's temporary file for: `temp` arrived by a close in
+    /// `folder` at `since` (moments ago: a new photo, `onlyHere` in no other folder, or
+    /// one brought back from Recently Deleted), and since then another photo of `folder`
+    /// took its bytes as its next version. exiftool's `-overwrite_original_in_place`
+    /// writes `P.jpg_exiftool_tmp`, copies it into `P.jpg` and removes it; without this
+    /// the temporary file stayed a photo of the library.
+    private func photoSaved(from temp: Asset, in folder: Item, since: Int64, onlyHere: Bool) throws -> Asset? {
+        try library.read { r -> Asset? in
+            if onlyHere {
+                let memberships = try r.memberships(ofAsset: temp.id)
+                guard memberships.allSatisfy({ FixedInode.folder(ofAlbum: $0.albumID) == folder.ino }) else { return nil }
+            }
             for other in try r.assets(withSHA256: temp.sha256) where other.id != temp.id && !other.isTrashed && other.version > 1 {
-                guard let current = try r.versions(of: other.id).last, current.createdAt >= fresh.atNs / nanosecondsPerSecond - 1 else { continue }
+                guard let current = try r.versions(of: other.id).last, current.createdAt >= since / nanosecondsPerSecond - 1 else { continue }
                 switch folder {
                 case .album(let album):
                     if try r.memberships(ofAsset: other.id).contains(where: { $0.albumID == album.id }) { return other }
@@ -71,6 +87,16 @@ extension FileSystem {
             }
             return nil
         }
+    }
+
+    /// Puts a photo that a save's temporary file brought back from Recently Deleted back
+    /// there as it was (its name, unless another photo took it since; its deletion time),
+    /// in the caller's transaction.
+    func putBack(_ asset: Asset, _ restored: SaveWindow.Restored, _ tx: Transaction) throws {
+        if Names.key(asset.name) != Names.key(restored.name), try tx.asset(named: restored.name) == nil {
+            try tx.renameAsset(asset.id, to: restored.name)
+        }
+        try tx.trash(asset.id, at: restored.trashedAt)
     }
 
     /// What `rm` of a photo's entry does, in the caller's transaction. Returns the album

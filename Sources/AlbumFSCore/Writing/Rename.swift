@@ -167,12 +167,7 @@ extension FileSystem {
                     try tx.vanish(asset.id, into: photo.id)
                 } else {
                     try remove(asset, as: name, by: removal, tx)
-                    if let restored {
-                        if Names.key(asset.name) != Names.key(restored.name), try tx.asset(named: restored.name) == nil {
-                            try tx.renameAsset(asset.id, to: restored.name)
-                        }
-                        try tx.trash(asset.id, at: restored.trashedAt)
-                    }
+                    if let restored { try putBack(asset, restored, tx) }
                 }
             }
             if let replacedPlain { removePlainBytes(replacedPlain) }
