@@ -46,8 +46,13 @@ final class PostgresConnectionTests: XCTestCase {
         _ = try Library.create(at: path, database: database)
         try PostgresConnection(database).execute("""
             CREATE INDEX assets_taken ON assets(taken_at); DROP INDEX assets_photos_taken; DROP INDEX assets_videos_taken;
+            DROP TRIGGER meta_notify_mode ON meta; DROP FUNCTION albumfs_notify_mode();
             UPDATE meta SET value = 6 WHERE key = 'schema_version'
             """)
+        func modeTriggers() throws -> [String] {
+            try PostgresConnection(database).query("SELECT tgname FROM pg_trigger WHERE tgname = 'meta_notify_mode'").compactMap { $0[0] }
+        }
+        XCTAssertEqual(try modeTriggers(), [])
         func indexes() throws -> [String] {
             try PostgresConnection(database).query("SELECT indexname FROM pg_indexes WHERE tablename = 'assets' AND indexname LIKE 'assets_%taken' ORDER BY 1")
                 .compactMap { $0[0] }
@@ -57,7 +62,8 @@ final class PostgresConnectionTests: XCTestCase {
         let library = try Library.open(at: path, access: .exclusive)
         XCTAssertEqual(try indexes(), ["assets_photos_taken", "assets_videos_taken"])
         XCTAssertEqual(try PostgresConnection(database).query("SELECT value FROM meta WHERE key = 'schema_version'"),
-                       [[String(7)]])
+                       [[String(8)]])
+        XCTAssertEqual(try modeTriggers(), ["meta_notify_mode"], "schema 8: folder modes are told to other hosts")
         // A Live Photo: a photo and a video of one stem, taken at the same second.
         let livePath = folder.sub("beach.jpg")
         try MediaFactory.image(at: livePath, width: 64, height: 48, exif: [

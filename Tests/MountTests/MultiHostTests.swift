@@ -128,6 +128,15 @@ final class MultiHostTests: XCTestCase {
         waitFor("the plain file") { names(b.mountpoint + "/Albums/Rome") == ["Q.jpg", "notes.txt"] }
         XCTAssertEqual(try String(contentsOfFile: b.mountpoint + "/Albums/Rome/notes.txt", encoding: .utf8), "notes\n")
 
+        // A fixed folder's mode set through a: b's kernel had its attributes.
+        func mode(_ path: String) -> mode_t {
+            var st = stat()
+            return stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0
+        }
+        XCTAssertEqual(mode(b.mountpoint + "/All Photos"), 0o750)  // allow_other's umask: 027
+        try sh("chmod 700 '\(a.mountpoint)/All Photos'")
+        waitFor("the mode of All Photos") { mode(b.mountpoint + "/All Photos") == 0o700 }
+
         a.unmount()
         b.unmount()
         let check = try Processes.albumfs("check", lib)

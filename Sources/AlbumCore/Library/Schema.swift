@@ -204,6 +204,10 @@ enum Schema {
         CREATE INDEX assets_videos_taken ON assets(taken_at) WHERE media_type = 2;
         DROP INDEX assets_taken;
         """,
+        // 8: on PostgreSQL, a folder's mode set with chmod (the `folder_mode:` keys of
+        // `meta`) is told to the other hosts (PostgresSchema.modeNotify). A library on
+        // SQLite has no other hosts: nothing changes here.
+        "SELECT 1;",
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -16,6 +16,8 @@ public enum LibraryChange: Sendable, Equatable {
     case album(id: Int64, before: Entry?, after: Entry?)
     /// A plain file: `folder` is its folder's inode number.
     case plainFile(id: Int64, before: Entry?, after: Entry?)
+    /// The mode of a folder that is not an album (chmod of All Photos, a date folder).
+    case folderMode(ino: UInt64)
     /// Changes may have been missed (the listening connection was lost): everything
     /// the kernel caches may be stale.
     case unknown
@@ -33,6 +35,10 @@ public enum LibraryChange: Sendable, Equatable {
     /// Parses a notification's payload (`PostgresSchema` says what it holds); nil for
     /// one this program does not know.
     static func parse(_ payload: String) -> LibraryChange? {
+        if let array = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [Any], array.count == 2,
+           array[0] as? String == "mode", let text = array[1] as? String, let ino = UInt64(text) {
+            return .folderMode(ino: ino)
+        }
         guard let array = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [Any], array.count >= 7,
               let kind = array[0] as? String, let id = (array[1] as? NSNumber)?.int64Value else { return nil }
         /// One side: its folder at `at`, its name at `at + 1`.

@@ -191,6 +191,21 @@ enum PostgresSchema {
             FOR EACH ROW EXECUTE FUNCTION albumfs_notify('album', 'id', 'parent_id');
         CREATE TRIGGER plain_files_notify AFTER INSERT OR UPDATE OR DELETE ON plain_files
             FOR EACH ROW EXECUTE FUNCTION albumfs_notify('plain', 'id', 'dir_ino');
+        \(modeNotify)
+        """
+
+    /// A folder's mode set with chmod (a `folder_mode:INO` row of `meta`, for the folders
+    /// that are not albums), for the other hosts: `["mode", "INO"]`, the number as text
+    /// (fixed folders' numbers use all 64 bits). The trigger's WHEN keeps the row that
+    /// every new object updates (`next_object_id`) from calling the function.
+    static let modeNotify = """
+        CREATE FUNCTION albumfs_notify_mode() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_notify('\(channel)', jsonb_build_array('mode', substr(NEW.key, 13))::text);
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER meta_notify_mode AFTER INSERT OR UPDATE ON meta
+            FOR EACH ROW WHEN (NEW.key LIKE 'folder_mode:%') EXECUTE FUNCTION albumfs_notify_mode();
         """
 
     /// Creates the schema in an empty database; refuses a database that holds a library.
@@ -208,6 +223,7 @@ enum PostgresSchema {
     /// same number, in PostgreSQL's words where they differ.
     static let upgrades: [Int: String] = [
         7: Schema.migrations[6],  // indexes only: the same SQL in both
+        8: modeNotify,
     ]
 
     /// The library's schema version, or why the database holds no library.

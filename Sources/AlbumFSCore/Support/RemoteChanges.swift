@@ -43,6 +43,8 @@ extension FileSystem {
             case .plainFile(let id, let before, let after):
                 files.insert(UInt64(id))
                 for side in [before, after].compactMap({ $0 }) { entry(UInt64(bitPattern: side.folder), side.name) }
+            case .folderMode(let ino):
+                files.insert(ino)  // its attributes
             case .unknown:
                 // Nothing says what changed: the folders every walk starts from. Names
                 // and attributes cached deeper stay until they expire (docs/scale.md).
