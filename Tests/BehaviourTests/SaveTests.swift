@@ -153,14 +153,19 @@ struct SaveTests {
         try f.fs.mkdir("Albums/Old")
         try f.fs.put("Albums/Old/TA.jpg", Fixture.photoA)
         try f.fs.put("All Photos/TB.jpg", Fixture.photoB)
+        try f.fs.put("All Photos/TB.xmp", Array("<x:xmpmeta xmlns:x='adobe:ns:meta/'/>".utf8))
         try f.fs.unlink("All Photos/TA.jpg")
         try f.fs.unlink("All Photos/TB.jpg")
+        #expect(try f.names("All Photos") == ["P.jpg"], "the sidecar went with its photo")
         let deletedAt = try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt }
         usleep(1_100_000)  // deletion times are in seconds: a second deletion would show
         for (folder, bytes) in [("Albums/Trip", Fixture.photoA), ("All Photos", Fixture.photoB)] {
             let h = try f.fs.open(folder + "/tmp5c0e", O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
             try f.fs.write(h, bytes, at: 0)
             try f.fs.close(h)
+            // Listed (a file manager watching the folder): the kernel must keep no name
+            // of the photo brought back, or P.jpg would lead to it after the rename.
+            #expect(try f.names(folder).contains("tmp5c0e"), "\(folder)")
             try f.fs.rename(folder + "/tmp5c0e", folder + "/P.jpg")
             try f.expectPKept()
             #expect(try f.fs.get("Albums/Other/P.jpg") == bytes, "\(folder)")
@@ -171,6 +176,26 @@ struct SaveTests {
         #expect(try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt } == deletedAt)
         #expect(try f.versions() == 3)
         #expect(try f.assetCount() == 3)
+        // Restored for good, TB comes back with its sidecar.
+        try f.fs.rename("Smart Albums/Recently Deleted/TB.jpg", "All Photos/TB.jpg")
+        #expect(try f.names("All Photos") == ["P.jpg", "TB.jpg", "TB.xmp"])
+    }
+
+    /// A save's temporary file that brought a photo back, written again with other bytes
+    /// before its rename: the photo it brought back now holds them, so it is not put back
+    /// (it is no longer as it was); it leaves the album as `mv` would take it.
+    @Test(arguments: Kind.allCases)
+    func aTemporaryFileThatBroughtAPhotoBackAndChangedItStays(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("All Photos/TA.jpg", Fixture.photoA)
+        try f.fs.unlink("All Photos/TA.jpg")
+        try f.fs.put("Albums/Trip/tmp5c0e", Fixture.photoA)
+        try f.fs.put("Albums/Trip/tmp5c0e", Fixture.photoC)
+        try f.fs.rename("Albums/Trip/tmp5c0e", "Albums/Trip/P.jpg")
+        try f.expectPKeptExceptAllPhotos(also: "TA.jpg")
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoC)
+        #expect(try f.fs.get("All Photos/TA.jpg") == Fixture.photoC)
+        #expect(try f.names("Smart Albums/Recently Deleted") == [])
     }
 
     /// exiftool `-overwrite_original_in_place` with bytes of photos in Recently Deleted:

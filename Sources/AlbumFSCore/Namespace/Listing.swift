@@ -60,8 +60,16 @@ enum Cookie {
 extension FileSystem {
     /// Up to `limit` entries of a folder after cookie `after` (0: from the start).
     public func readdir(_ ino: UInt64, after: Int64, limit: Int) throws -> [DirectoryEntry] {
-        if let page = pageReadAhead(ino, after: after, limit: limit) { return page }
-        return try library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
+        let page = try pageReadAhead(ino, after: after, limit: limit)
+            ?? library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
+        // Photos a save's temporary file brought back from Recently Deleted moments ago:
+        // listed without attributes, so that the kernel keeps no name of theirs (`Found.keepName`).
+        let restored = saves.restoredAssets(in: ino)
+        guard !restored.isEmpty else { return page }
+        return page.map { entry in
+            restored.contains(Int64(entry.ino)) && entry.attributes?.kind == .file
+                ? DirectoryEntry(name: entry.name, ino: entry.ino, cookie: entry.cookie) : entry
+        }
     }
 
     func readdir(_ ino: UInt64, after: Int64, limit: Int, _ r: Records) throws -> [DirectoryEntry] {

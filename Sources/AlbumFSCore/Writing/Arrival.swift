@@ -158,7 +158,7 @@ extension FileSystem {
             // Not made by this close, whatever made it moments ago (a copy since deleted).
             saves.forget(asset.id)
             if let trashedAt = asset.trashedAt, Rules.keepsSaves(Rules.Folder(folder)) {
-                saves.restoredByClose(asset.id, in: folder.ino, name: asset.name, trashedAt: trashedAt)
+                saves.restoredByClose(asset.id, in: folder.ino, sha256: asset.sha256, name: asset.name, trashedAt: trashedAt)
             }
         }
         return landed

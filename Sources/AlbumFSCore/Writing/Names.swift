@@ -36,16 +36,13 @@ extension FileSystem {
                 afterChange(views: asset, folders: [parent], entries: [(parent, name)])
                 return
             }
-            if let restored = saves.restored(asset.id, in: folder.ino),
+            if let restored = restoredByClose(asset, in: folder),
                let photo = try photoSaved(from: asset, in: folder, since: restored.atNs, onlyHere: false) {
                 // A save's temporary file whose close brought this photo back from Recently
                 // Deleted: it goes back there as it was, as if renamed over the photo.
-                try library.write { tx in
-                    try remove(asset, as: name, by: removal, tx)
-                    try putBack(asset, restored, tx)
-                }
+                try library.write { tx in try putBack(asset, as: name, by: removal, restored, tx) }
                 saves.forget(asset.id)
-                afterChange(asset: try library.asset(id: asset.id), views: asset, folders: [parent], entries: [(parent, name)])
+                afterChange(asset: try? library.asset(id: asset.id), views: asset, folders: [parent], entries: [(parent, name)])
                 Log.info("\(name) removed after \(photo.name) took its bytes: \(restored.name), which they had brought back, is in Recently Deleted again")
                 return
             }
@@ -89,13 +86,25 @@ extension FileSystem {
         }
     }
 
-    /// Puts a photo that a save's temporary file brought back from Recently Deleted back
-    /// there as it was (its name, unless another photo took it since; its deletion time),
-    /// in the caller's transaction.
-    func putBack(_ asset: Asset, _ restored: SaveWindow.Restored, _ tx: Transaction) throws {
+    /// How a close in `folder` brought `asset` back from Recently Deleted within the
+    /// minute, if it did and the photo is still as it came back (not changed, not
+    /// deleted again since).
+    func restoredByClose(_ asset: Asset, in folder: Item) -> SaveWindow.Restored? {
+        guard let restored = saves.restored(asset.id, in: folder.ino), restored.sha256 == asset.sha256,
+              !asset.isTrashed else { return nil }
+        return restored
+    }
+
+    /// Puts a photo that a save's temporary file (`name`, taken away by `removal`) brought
+    /// back from Recently Deleted back there as it was, in the caller's transaction: its
+    /// name first (unless another photo took it since), so that the sidecars beside it
+    /// go with it, then its entry made by the close, then its deletion time.
+    func putBack(_ asset: Asset, as name: String, by removal: Rules.Removal, _ restored: SaveWindow.Restored,
+                 _ tx: Transaction) throws {
         if Names.key(asset.name) != Names.key(restored.name), try tx.asset(named: restored.name) == nil {
             try tx.renameAsset(asset.id, to: restored.name)
         }
+        if removal != .trash { try remove(asset, as: name, by: removal, tx) }
         try tx.trash(asset.id, at: restored.trashedAt)
     }
 

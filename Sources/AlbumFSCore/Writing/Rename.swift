@@ -157,7 +157,7 @@ extension FileSystem {
             let vanishes = fresh != nil && memberships.allSatisfy { FixedInode.folder(ofAlbum: $0.albumID) == from.ino }
             // A temporary file whose close brought a photo back from Recently Deleted (the
             // same bytes): that photo goes back as it was, its name and deletion time.
-            let restored = fresh == nil ? saves.restored(asset.id, in: from.ino) : nil
+            let restored = fresh == nil ? restoredByClose(asset, in: from) : nil
             let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: asset.metadata,
                                    writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
             let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: over == nil ? vacated : nil),
@@ -165,9 +165,10 @@ extension FileSystem {
                 if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
                 if vanishes {
                     try tx.vanish(asset.id, into: photo.id)
+                } else if let restored {
+                    try putBack(asset, as: name, by: removal, restored, tx)
                 } else {
                     try remove(asset, as: name, by: removal, tx)
-                    if let restored { try putBack(asset, restored, tx) }
                 }
             }
             if let replacedPlain { removePlainBytes(replacedPlain) }

@@ -53,6 +53,8 @@ final class SaveWindow: Sendable {
     struct Restored: Sendable {
         let folder: UInt64
         let atNs: Int64
+        /// The bytes it came back with: changed since, it is no longer as it was.
+        let sha256: String
         /// Its name and deletion time (seconds) in Recently Deleted.
         let name: String
         let trashedAt: Int64
@@ -125,9 +127,9 @@ final class SaveWindow: Sendable {
 
     /// `asset`, named `name` in Recently Deleted since `trashedAt`, came back by a close in
     /// `folder` just now.
-    func restoredByClose(_ asset: Int64, in folder: UInt64, name: String, trashedAt: Int64, now: Int64 = nowNanoseconds()) {
+    func restoredByClose(_ asset: Int64, in folder: UInt64, sha256: String, name: String, trashedAt: Int64, now: Int64 = nowNanoseconds()) {
         state.withLock { s in
-            s.restored[asset] = Restored(folder: folder, atNs: now, name: name, trashedAt: trashedAt)
+            s.restored[asset] = Restored(folder: folder, atNs: now, sha256: sha256, name: name, trashedAt: trashedAt)
             if s.restored.count > Self.capacity, let oldest = s.restored.min(by: { $0.value.atNs < $1.value.atNs }) {
                 s.restored.removeValue(forKey: oldest.key)
             }
@@ -140,6 +142,15 @@ final class SaveWindow: Sendable {
         state.withLock { s in
             guard let entry = s.restored[asset], entry.folder == folder, Self.live(entry.atNs, now) else { return nil }
             return entry
+        }
+    }
+
+    /// The photos brought back by a close in `folder` within the minute (none, almost
+    /// always: a look at an empty table).
+    func restoredAssets(in folder: UInt64, now: Int64 = nowNanoseconds()) -> Set<Int64> {
+        state.withLock { s in
+            guard !s.restored.isEmpty else { return [] }
+            return Set(s.restored.filter { $0.value.folder == folder && Self.live($0.value.atNs, now) }.keys)
         }
     }
 
