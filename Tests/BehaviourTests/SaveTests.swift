@@ -150,15 +150,8 @@ struct SaveTests {
     @Test(arguments: Kind.allCases)
     func aTemporaryFileWithATrashedPhotosBytesRenamedOverThePhoto(_ kind: Kind) throws {
         let f = try Fixture(kind)
-        try f.fs.mkdir("Albums/Old")
-        try f.fs.put("Albums/Old/TA.jpg", Fixture.photoA)
-        try f.fs.put("All Photos/TB.jpg", Fixture.photoB)
-        try f.fs.put("All Photos/TB.xmp", Array("<x:xmpmeta xmlns:x='adobe:ns:meta/'/>".utf8))
-        try f.fs.unlink("All Photos/TA.jpg")
-        try f.fs.unlink("All Photos/TB.jpg")
+        let deletedAt = try f.trashTAAndTB(withSidecar: true)
         #expect(try f.names("All Photos") == ["P.jpg"], "the sidecar went with its photo")
-        let deletedAt = try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt }
-        usleep(1_100_000)  // deletion times are in seconds: a second deletion would show
         for (folder, bytes) in [("Albums/Trip", Fixture.photoA), ("All Photos", Fixture.photoB)] {
             let h = try f.fs.open(folder + "/tmp5c0e", O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
             try f.fs.write(h, bytes, at: 0)
@@ -173,7 +166,7 @@ struct SaveTests {
             #expect(try f.names("Albums/Old") == [], "\(folder)")
             #expect(try f.names("Albums/Trip") == ["P.jpg"], "\(folder)")
         }
-        #expect(try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt } == deletedAt)
+        #expect(try f.deletionTimes() == deletedAt)
         #expect(try f.versions() == 3)
         #expect(try f.assetCount() == 3)
         // Restored for good, TB comes back with its sidecar.
@@ -204,13 +197,7 @@ struct SaveTests {
     @Test(arguments: Kind.allCases)
     func aTemporaryFileWithATrashedPhotosBytesCopiedIntoThePhotoAndRemoved(_ kind: Kind) throws {
         let f = try Fixture(kind)
-        try f.fs.mkdir("Albums/Old")
-        try f.fs.put("Albums/Old/TA.jpg", Fixture.photoA)
-        try f.fs.put("All Photos/TB.jpg", Fixture.photoB)
-        try f.fs.unlink("All Photos/TA.jpg")
-        try f.fs.unlink("All Photos/TB.jpg")
-        let deletedAt = try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt }
-        usleep(1_100_000)  // deletion times are in seconds: a second deletion would show
+        let deletedAt = try f.trashTAAndTB(withSidecar: false)
         for (folder, bytes) in [("Albums/Trip", Fixture.photoA), ("All Photos", Fixture.photoB)] {
             try f.fs.put("\(folder)/P.jpg_exiftool_tmp", bytes)
             let h = try f.fs.open("\(folder)/P.jpg", O_RDWR | O_TRUNC, mode: 0)
@@ -222,7 +209,7 @@ struct SaveTests {
             #expect(try f.names("Albums/Old") == [], "\(folder)")
         }
         try f.expectPKept()
-        #expect(try f.library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt } == deletedAt)
+        #expect(try f.deletionTimes() == deletedAt)
         #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoB)
         #expect(try f.versions() == 3)
         #expect(try f.assetCount() == 3)
@@ -513,6 +500,24 @@ struct SaveTests {
 }
 
 extension Fixture {
+    /// TA (in album Old) and TB (in All Photos, with a sidecar `TB.xmp` when asked), with
+    /// photoA's and photoB's bytes, moved to Recently Deleted more than a second ago.
+    /// Returns their deletion times.
+    func trashTAAndTB(withSidecar: Bool) throws -> [Int64?] {
+        try fs.mkdir("Albums/Old")
+        try fs.put("Albums/Old/TA.jpg", Fixture.photoA)
+        try fs.put("All Photos/TB.jpg", Fixture.photoB)
+        if withSidecar { try fs.put("All Photos/TB.xmp", Array("<x:xmpmeta xmlns:x='adobe:ns:meta/'/>".utf8)) }
+        try fs.unlink("All Photos/TA.jpg")
+        try fs.unlink("All Photos/TB.jpg")
+        let times = try deletionTimes()
+        usleep(1_100_000)  // deletion times are in seconds: a second deletion would show
+        return times
+    }
+
+    /// The deletion times of the photos in Recently Deleted.
+    func deletionTimes() throws -> [Int64?] { try library().assets(in: .smart(.recentlyDeleted)).map { $0.trashedAt } }
+
     /// P kept, with another name beside it in All Photos.
     func expectPKeptExceptAllPhotos(also other: String, file: String = #fileID, line: Int = #line) throws {
         let location = SourceLocation(fileID: file, filePath: file, line: line, column: 1)

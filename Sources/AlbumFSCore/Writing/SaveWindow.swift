@@ -21,6 +21,11 @@ import AlbumCore
 /// go first); it lives in memory, so a daemon restart inside the minute ends it (the log
 /// names the temporary file that then stays a photo of its own).
 final class SaveWindow: Sendable {
+    /// An entry of the table: when it was made (its minute, and its age past `capacity`).
+    private protocol Dated { var atNs: Int64 { get } }
+    /// An entry about an asset that arrived by a close in one folder.
+    private protocol Arrived: Dated { var folder: UInt64 { get } }
+
     static let seconds: Int64 = 60
     static let capacity = 10_000
 
@@ -70,6 +75,20 @@ final class SaveWindow: Sendable {
 
     private static func live(_ atNs: Int64, _ now: Int64) -> Bool { now - atNs < seconds * nanosecondsPerSecond }
 
+    /// Adds `entry` to `table` under `key`; past `capacity`, the oldest entry goes.
+    private static func keep<Key: Hashable, Entry: Dated>(_ entry: Entry, as key: Key, in table: inout [Key: Entry]) {
+        table[key] = entry
+        if table.count > capacity, let oldest = table.min(by: { $0.value.atNs < $1.value.atNs }) {
+            table.removeValue(forKey: oldest.key)
+        }
+    }
+
+    /// `asset`'s entry in `table` if it arrived in `folder` within the minute.
+    private static func arrival<Entry: Arrived>(_ asset: Int64, in folder: UInt64, _ table: [Int64: Entry], now: Int64) -> Entry? {
+        guard let entry = table[asset], entry.folder == folder, live(entry.atNs, now) else { return nil }
+        return entry
+    }
+
     /// A photo in `folder` was renamed from `name` to `renamedTo`. Only a backup's name
     /// (`isBackupName`) leaves the name for a save: a photo renamed to a name of its own
     /// (`IMG_0001.jpg` to `Grandma.jpg`) has simply moved, and the next card's
@@ -77,10 +96,7 @@ final class SaveWindow: Sendable {
     func vacated(folder: UInt64, name: String, by asset: Int64, renamedTo: String, now: Int64 = nowNanoseconds()) {
         guard Self.isBackupName(renamedTo, of: name) else { return }
         state.withLock { s in
-            s.vacated[Slot(folder: folder, name: name)] = Vacated(asset: asset, name: name, renamedTo: renamedTo, atNs: now)
-            if s.vacated.count > Self.capacity, let oldest = s.vacated.min(by: { $0.value.atNs < $1.value.atNs }) {
-                s.vacated.removeValue(forKey: oldest.key)
-            }
+            Self.keep(Vacated(asset: asset, name: name, renamedTo: renamedTo, atNs: now), as: Slot(folder: folder, name: name), in: &s.vacated)
         }
     }
 
@@ -109,40 +125,26 @@ final class SaveWindow: Sendable {
 
     /// `asset` became a photo by a close in `folder` just now.
     func madeByClose(_ asset: Int64, in folder: UInt64, writtenNs: Int64, now: Int64 = nowNanoseconds()) {
-        state.withLock { s in
-            s.fresh[asset] = Fresh(folder: folder, atNs: now, writtenNs: writtenNs)
-            if s.fresh.count > Self.capacity, let oldest = s.fresh.min(by: { $0.value.atNs < $1.value.atNs }) {
-                s.fresh.removeValue(forKey: oldest.key)
-            }
-        }
+        state.withLock { s in Self.keep(Fresh(folder: folder, atNs: now, writtenNs: writtenNs), as: asset, in: &s.fresh) }
     }
 
     /// How `asset` became a photo by a close in `folder` within the minute, if it did.
     func fresh(_ asset: Int64, in folder: UInt64, now: Int64 = nowNanoseconds()) -> Fresh? {
-        state.withLock { s in
-            guard let entry = s.fresh[asset], entry.folder == folder, Self.live(entry.atNs, now) else { return nil }
-            return entry
-        }
+        state.withLock { s in Self.arrival(asset, in: folder, s.fresh, now: now) }
     }
 
     /// `asset`, named `name` in Recently Deleted since `trashedAt`, came back by a close in
     /// `folder` just now.
     func restoredByClose(_ asset: Int64, in folder: UInt64, sha256: String, name: String, trashedAt: Int64, now: Int64 = nowNanoseconds()) {
         state.withLock { s in
-            s.restored[asset] = Restored(folder: folder, atNs: now, sha256: sha256, name: name, trashedAt: trashedAt)
-            if s.restored.count > Self.capacity, let oldest = s.restored.min(by: { $0.value.atNs < $1.value.atNs }) {
-                s.restored.removeValue(forKey: oldest.key)
-            }
+            Self.keep(Restored(folder: folder, atNs: now, sha256: sha256, name: name, trashedAt: trashedAt), as: asset, in: &s.restored)
         }
     }
 
     /// How `asset` came back from Recently Deleted by a close in `folder` within the
     /// minute, if it did.
     func restored(_ asset: Int64, in folder: UInt64, now: Int64 = nowNanoseconds()) -> Restored? {
-        state.withLock { s in
-            guard let entry = s.restored[asset], entry.folder == folder, Self.live(entry.atNs, now) else { return nil }
-            return entry
-        }
+        state.withLock { s in Self.arrival(asset, in: folder, s.restored, now: now) }
     }
 
     /// The photos brought back by a close in `folder` within the minute (none, almost
@@ -170,3 +172,7 @@ final class SaveWindow: Sendable {
         }
     }
 }
+
+extension SaveWindow.Vacated: SaveWindow.Dated {}
+extension SaveWindow.Fresh: SaveWindow.Arrived {}
+extension SaveWindow.Restored: SaveWindow.Arrived {}
