@@ -15,7 +15,7 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto"),
-        .systemLibrary(name: "CVips", pkgConfig: "vips libheif libpng"),
+        .systemLibrary(name: "CVips", pkgConfig: "vips libheif libpng libjpeg"),
         .systemLibrary(name: "CAV", pkgConfig: "libavformat libavcodec libavutil libswscale"),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3"),
         .systemLibrary(name: "CSystem"),

@@ -67,8 +67,20 @@ public enum MetadataReader {
     // MARK: photos
 
     /// The stored pixel size (and pages) as libvips reads the header: a file libvips
-    /// cannot open is not a photo of its format.
+    /// cannot open is not a photo of its format. A JPEG's header is libjpeg's alone
+    /// (`shim_jpeg_header` says why).
     private static func readPixels(path: String, into metadata: inout MediaMetadata) throws {
+        if metadata.format == .jpeg {
+            var width: Int32 = 0, height: Int32 = 0
+            var reason = [CChar](repeating: 0, count: 256)
+            guard shim_jpeg_header(path, &width, &height, &reason, reason.count) == 0 else {
+                let text = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                throw LibraryError.refused("not a readable JPEG image: \(text)")
+            }
+            metadata.width = Int(width)
+            metadata.height = Int(height)
+            return
+        }
         guard let image = shim_vips_open_header_with(path, metadata.format.vipsLoader) else {
             throw LibraryError.refused("not a readable \(metadata.format.rawValue.uppercased()) image: \(takeVipsError())")
         }
