@@ -120,6 +120,20 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             b.replyEntry(req, try b.fs.link(ino: b.ino(ino), newParent: b.ino(newParent), newName: bytes(newName)))
         }
     }
+    ops.symlink = { req, target, parent, name in
+        let b = Bridge.from(req)
+        b.handle(req, "symlink \(display(name)) in \(parent)") {
+            b.replyEntry(req, try b.fs.symlink(parent: b.ino(parent), name: bytes(name), target: bytes(target)))
+        }
+    }
+    ops.readlink = { req, ino in
+        let b = Bridge.from(req)
+        b.handle(req, "readlink \(ino)") {
+            // The target holds no NUL (the kernel refuses one): it is one C string.
+            let target = try b.fs.readlink(b.ino(ino))
+            _ = (target + [0]).withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { fuse_reply_readlink(req, $0.baseAddress) } }
+        }
+    }
     ops.write = { req, ino, buffer, size, offset, fi in
         let b = Bridge.from(req)
         b.handle(req, "write \(ino)") {

@@ -41,6 +41,39 @@ final class WriteTests: MountTestCase {
         XCTAssertTrue(kept[0].contains("looks like text"), String(kept[0]))
     }
 
+    /// Symbolic links, as rsync -a, tar and cp -a copy a tree that has them: the album
+    /// ends as the plain directory the same tool made, link by link (relative, absolute,
+    /// dangling, to a folder, named like a photo), and a second rsync -a changes nothing.
+    func testSymlinksArriveAsInAPlainDirectory() throws {
+        let source = temp.sub("tree")
+        try Processes.shell("""
+            mkdir -p \(q(source))/sub && cd \(q(source)) && echo text > a.txt && echo b > sub/b.txt \\
+            && cp \(q(gps))/DSCN0010.jpg IMG.jpg && ln -s a.txt rel && ln -s /etc/hostname abs && ln -s nowhere dangling \\
+            && ln -s IMG.jpg link.jpg && ln -s sub subdir && ln -s ../IMG.jpg sub/up.jpg && touch -h -d '2020-01-01 10:00' rel
+            """)
+        let plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        for (tool, command) in [("rsync", "rsync -a \(q(source))/ DEST/"), ("tar", "mkdir DEST && tar -C \(q(source)) -cf - . | tar -C DEST -xf -"),
+                                ("cp", "cp -a \(q(source)) DEST")] {
+            XCTAssertTrue(try Processes.shell(command.replacingOccurrences(of: "DEST", with: q(plain + "/" + tool))).ok)
+            try sh(command.replacingOccurrences(of: "DEST", with: "Albums/\(tool)"))
+            XCTAssertEqual(Trees.differences(try Trees.snapshot(m + "/Albums/" + tool), try Trees.snapshot(plain + "/" + tool),
+                                             names: ("the album", "a plain directory")), [], tool)
+            XCTAssertEqual(try sh("cd Albums/\(tool) && stat -c '%n %F %Y' rel link.jpg sub/up.jpg").stdout,
+                           try Processes.shell("cd \(q(plain + "/" + tool)) && stat -c '%n %F %Y' rel link.jpg sub/up.jpg").stdout, tool)
+        }
+        XCTAssertEqual(try sh("rsync -ai \(q(source))/ Albums/rsync/").stdout, "", "a second rsync -a transfers and changes nothing")
+        // Followed through the mount, as on any disk; the links themselves are no photos.
+        XCTAssertEqual(try sh("cat Albums/rsync/link.jpg Albums/rsync/sub/up.jpg | sha256sum").stdout,
+                       try Processes.shell("cat \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0010.jpg | sha256sum").stdout)
+        XCTAssertEqual(try sh("cat Albums/rsync/subdir/b.txt").stdout, "b\n")
+        XCTAssertEqual(try library().stats().assets, 1)
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "IMG.jpg\n")
+        try sh("rm Albums/cp/rel && mv Albums/cp/link.jpg Albums/cp/sub/ && rm -r Albums/tar")
+        XCTAssertEqual(try sh("readlink Albums/cp/sub/link.jpg && ls Albums/cp Albums").stdout, "IMG.jpg\nAlbums:\ncp\nrsync\n\nAlbums/cp:\nIMG.jpg\na.txt\nabs\ndangling\nsub\nsubdir\n")
+        try check()
+    }
+
     func testSamePhotoInTwoAlbumsIsOneAsset() throws {
         try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/ && cp \(q(gps))/DSCN0010.jpg Albums/B/")
         let sums = try sh("getfattr --only-values -n user.albumfs.sha256 Albums/A/DSCN0010.jpg Albums/B/DSCN0010.jpg").stdout

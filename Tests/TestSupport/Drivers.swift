@@ -51,6 +51,10 @@ public protocol Driver: AnyObject {
     func unlink(_ path: String) throws
     func rename(_ from: String, _ to: String) throws
     func link(_ from: String, _ to: String) throws
+    /// ln -s TARGET PATH.
+    func symlink(_ target: String, _ path: String) throws
+    /// A link's target (EINVAL for anything else).
+    func readlink(_ path: String) throws -> String
     func setxattr(_ path: String, _ name: String, _ value: String) throws
     func getxattr(_ path: String, _ name: String) throws -> String
     func chmod(_ path: String, _ mode: UInt32) throws
@@ -273,6 +277,17 @@ public final class CoreDriver: Driver {
         }
     }
 
+    public func symlink(_ target: String, _ path: String) throws {
+        try attempt("symlink \(path)") {
+            let (parent, name) = try parentAndName(path)
+            _ = try fs.symlink(parent: parent, name: name, target: Array(target.utf8))
+        }
+    }
+
+    public func readlink(_ path: String) throws -> String {
+        try attempt("readlink \(path)") { String(decoding: try fs.readlink(try resolve(path)), as: UTF8.self) }
+    }
+
     public func setxattr(_ path: String, _ name: String, _ value: String) throws {
         try attempt("setxattr \(path)") { try fs.setxattr(try resolve(path), name: name, value: Array(value.utf8), flags: 0) }
     }
@@ -388,6 +403,14 @@ public final class MountDriver: Driver {
     public func rename(_ from: String, _ to: String) throws { try check(Int(Glibc.rename(full(from), full(to))), "rename \(from) \(to)") }
     public func link(_ from: String, _ to: String) throws { try check(Int(Glibc.link(full(from), full(to))), "link \(from) \(to)") }
     public func chmod(_ path: String, _ mode: UInt32) throws { try check(Int(Glibc.chmod(full(path), mode_t(mode))), "chmod \(path)") }
+    public func symlink(_ target: String, _ path: String) throws { try check(Int(Glibc.symlink(target, full(path))), "symlink \(path)") }
+
+    public func readlink(_ path: String) throws -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        let n = Glibc.readlink(full(path), &buffer, buffer.count)
+        try check(n, "readlink \(path)")
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     public func setxattr(_ path: String, _ name: String, _ value: String) throws {
         do { try SystemCalls.setAttribute(full(path), name, Array(value.utf8)) } catch let error as LibraryError {

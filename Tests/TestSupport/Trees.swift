@@ -6,7 +6,8 @@ import Glibc
 /// bytes, every folder by its path. The best oracle for "works like a plain directory"
 /// is a plain directory: run the same tool on both and compare their trees.
 public enum Trees {
-    /// `relative path` → `sha256` (files) or `"/"` (folders), below `root`. Names in
+    /// `relative path` → `sha256` (files), `"/"` (folders) or `"-> TARGET"` (symbolic
+    /// links, not followed), below `root`. Names in
     /// `skipping` (at any depth) are left out with what is below them.
     public static func snapshot(_ root: String, skipping: Set<String> = [".thumbnails"]) throws -> [String: String] {
         var out: [String: String] = [:]
@@ -20,6 +21,10 @@ public enum Trees {
                 if st.isDirectory {
                     out[child] = "/"
                     try walk(child)
+                } else if st.st_mode & S_IFMT == S_IFLNK {
+                    var target = [CChar](repeating: 0, count: Int(PATH_MAX))
+                    let n = readlink(root + "/" + child, &target, target.count)
+                    out[child] = n < 0 ? "-> (unreadable: errno \(errno))" : "-> " + String(decoding: target[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 } else {
                     out[child] = try SystemCalls.open(root + "/" + child, flags: O_RDONLY).sha256()
                 }

@@ -41,6 +41,10 @@ public struct PlainFile: Sendable, Equatable {
 
     /// An mtime set through the mount, if any.
     public var explicitMtimeNs: Int64? { mtimeNs != 0 ? mtimeNs : nil }
+
+    /// A symbolic link: its bytes are its target. The row's mode then carries `S_IFLNK`
+    /// (every other plain file's mode is its permission bits only).
+    public var isSymlink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
 }
 
 // MARK: - reads
@@ -71,16 +75,18 @@ extension LibraryRecords {
 extension Transaction {
     /// Adds a plain file's row (its bytes file is the caller's). `id`: one the caller
     /// reserved (nil allocates). A plain file of that name in the folder is EEXIST.
+    /// `symlink`: the file is a symbolic link (its bytes are its target; mode 0777).
     @discardableResult
     public func createPlainFile(named name: String, in dirIno: UInt64, mode: UInt32, id: Int64? = nil,
-                                unfinished: Bool = false, blob: String? = nil, mtimeNs: Int64 = 0) throws -> PlainFile {
+                                unfinished: Bool = false, blob: String? = nil, mtimeNs: Int64 = 0,
+                                symlink: Bool = false) throws -> PlainFile {
         try Names.validate(name)
         if try plainFile(named: name, in: dirIno) != nil { throw LibraryError.exists(name) }
         let id = try id ?? allocateID()
         try db.run("""
             INSERT INTO plain_files(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns, blob_sha256, unfinished)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, id, Int64(bitPattern: dirIno), name, Names.key(name), Int64(mode & 0o1777), mtimeNs, nowNanoseconds(), blob, unfinished ? library.unfinishedMark : 0)
+            """, id, Int64(bitPattern: dirIno), name, Names.key(name), Int64(symlink ? UInt32(S_IFLNK) | 0o777 : mode & 0o1777), mtimeNs, nowNanoseconds(), blob, unfinished ? library.unfinishedMark : 0)
         try touchFolder(dirIno)
         return try plainFile(id: id)!
     }

@@ -3,7 +3,7 @@ import Glibc
 
 /// File attributes as the filesystem reports them (a `struct stat`, minus the C).
 public struct Attributes: Sendable, Equatable {
-    public enum Kind: Sendable { case directory, file }
+    public enum Kind: Sendable { case directory, file, symlink }
 
     public var ino: UInt64
     public var kind: Kind
@@ -17,7 +17,13 @@ public struct Attributes: Sendable, Equatable {
     public var mtimeNs: Int64
     public var ctimeNs: Int64
 
-    public var mode: UInt32 { (kind == .directory ? UInt32(S_IFDIR) : UInt32(S_IFREG)) | permissions }
+    public var mode: UInt32 {
+        switch kind {
+        case .directory: return UInt32(S_IFDIR) | permissions
+        case .file: return UInt32(S_IFREG) | permissions
+        case .symlink: return UInt32(S_IFLNK) | permissions
+        }
+    }
 
     /// 512-byte blocks a file of `size` bytes takes on a filesystem of 4 KiB blocks.
     static func blocks(forSize size: Int64) -> Int64 { (size + 4095) / 4096 * 8 }
@@ -152,6 +158,12 @@ extension FileSystem {
         var a = fileAttributes(ino: UInt64(file.id), permissions: file.mode & 0o1777, size: size,
                                mtimeNs: mtime, ctimeNs: max(file.changedNs, file.blobSHA256 == nil ? st.changeNanoseconds : 0))
         a.blocks = file.blobSHA256 == nil ? Int64(st.st_blocks) : Attributes.blocks(forSize: Int64(st.st_size))
+        if file.isSymlink {
+            // As every Linux filesystem shows a link: 0777 whatever the umask (its
+            // target's mode is what counts), its size the length of its target.
+            a.kind = .symlink
+            a.permissions = 0o777
+        }
         return a
     }
 

@@ -1,7 +1,7 @@
 import AlbumCore
 import Glibc
 
-/// rm, mkdir, rmdir and ln: each one transaction, as `Rules` says.
+/// rm, mkdir, rmdir, ln and ln -s: each one transaction, as `Rules` says.
 extension FileSystem {
     // MARK: unlink
 
@@ -210,5 +210,49 @@ extension FileSystem {
         let updated = try library.asset(id: asset.id) ?? asset
         afterChange(asset: updated, views: asset, folders: [newParent], entries: [(newParent, name)])
         return attributes(of: updated)
+    }
+
+    // MARK: symbolic links
+
+    /// ln -s: a link is a plain file of its folder whose bytes are its target, made
+    /// wherever a file may be created. It stays a link under any name: never a photo, a
+    /// sidecar that is read, or a save's next version (docs/namespace.md, "Symbolic
+    /// links"). Its target is written and fsynced before the row that names it commits.
+    public func symlink(parent: UInt64, name bytes: [UInt8], target: [UInt8]) throws -> Attributes {
+        try checkWritable()
+        let name = try validName(bytes)
+        if target.isEmpty || target.contains(0) { throw FSError(EINVAL, "the link \(name) needs a target", logged: false) }
+        if target.count >= Int(PATH_MAX) { throw FSError(ENAMETOOLONG, "the target of the link \(name) is too long", logged: false) }
+        let folder = try library.read { try self.folder(parent, in: $0) }
+        if (try occupant(in: folder, name: name)) != nil {
+            throw FSError(EEXIST, "\(name) exists", logged: false)
+        }
+        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        let id = try newInodeNumber()
+        do {
+            try explained("cannot create the link \(name)") {
+                let file = try library.files.open(.plainFile(id), flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+                try target.withUnsafeBytes { _ = try file.write($0, at: 0) }
+                try file.sync()
+            }
+            try library.write { tx in
+                try tx.createPlainFile(named: name, in: parent, mode: 0o777, id: id, symlink: true)
+            }
+        } catch {
+            discard(.plainFile(id))
+            throw FSError.wrapping(error, "cannot create the link \(name)")
+        }
+        afterChange(folders: [parent])
+        guard let file = try library.read({ try $0.plainFile(id: id) }) else { throw FSError.noEntry(name) }
+        return try attributes(of: file)
+    }
+
+    /// readlink: a link's target. Anything else is EINVAL, as readlink(2) says.
+    public func readlink(_ ino: UInt64) throws -> [UInt8] {
+        guard case .plain(let file) = try existing(ino), file.isSymlink else {
+            throw FSError(EINVAL, "\(ino) is not a symbolic link", logged: false)
+        }
+        let bytes = try library.files.open(file.bytes, flags: O_RDONLY)
+        return try explained("cannot read the link \(file.name)") { try bytes.read(count: Int(PATH_MAX), at: 0) }
     }
 }

@@ -71,6 +71,9 @@ extension FileSystem {
             let blob = try library.openBlob(of: asset)
             return try openedForReading(ino: ino, node: node, blob, keepCache: mayKeepCache(ino), name: asset.name, pid: pid)
         case .plain(let file):
+            // The kernel follows links itself; a server that opens one by its handle gets
+            // what open(2) with O_NOFOLLOW gets.
+            if file.isSymlink { throw FSError(ELOOP, "\(file.name) is a symbolic link", logged: false) }
             if writing {
                 try checkWritable()
                 let writer = try plainWriter(file, ino: ino)
@@ -297,6 +300,10 @@ extension FileSystem {
                 afterChange(asset: try library.asset(id: asset.id))
             }
         case .plain(let file):
+            // A link has no bytes of its own to cut and no mode of its own (Linux has no
+            // lchmod); its times are its own (rsync -a, cp -a set them with lutimes).
+            if file.isSymlink, changes.size != nil { throw FSError(EINVAL, "\(file.name) is a symbolic link", logged: false) }
+            if file.isSymlink, changes.mode != nil { throw FSError(EOPNOTSUPP, "the mode of a symbolic link (\(file.name)) cannot be changed", logged: false) }
             if let size = changes.size {
                 // In place: open handles' next close sees it, as any change of their bytes.
                 if let writer = writers.get(ino) {

@@ -81,6 +81,11 @@ extension FileSystem {
             if Names.key(file.name) != Names.key(newName) || from.ino != to.ino { sidecarWent(named: file.name, in: from.ino) }
             readSidecarIfOne(file.id)
         }
+        if file.isSymlink {
+            // A link stays a link under any name; it is no photo's next version.
+            if let over { throw FSError(EINVAL, "refused to put the link \(file.name) over \(over.name): a link is not a photo; both are unchanged") }
+            return try plainMove()
+        }
         // Most renames of plain files can never make a photo: no need to read the file.
         if over == nil, case .stayPlain = try destiny(of: "", name: newName, folder: to, over: nil),
            saves.vacatedBy(folder: to.ino, name: newName) == nil {

@@ -8,7 +8,7 @@ import Glibc
 extension FileSystem {
     /// Reads plain file `id` as an XMP sidecar if its name makes it one.
     func readSidecarIfOne(_ id: Int64) {
-        guard let file = try? library.plainFile(id: id), Sidecars.isRead(file.name) else { return }
+        guard let file = try? library.plainFile(id: id), Sidecars.isRead(file.name), !file.isSymlink else { return }
         var reading: MediaMetadata?
         do {
             let bytes = try library.files.open(file.bytes, flags: O_RDONLY)
