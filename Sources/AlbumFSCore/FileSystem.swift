@@ -38,6 +38,8 @@ public final class FileSystem: Sendable {
     /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).
     let newAlbums = NewAlbums()
     let removedThumbnails = RemovedThumbnails()
+    /// Plain files removed while open (`UnlinkedOpen`).
+    let unlinkedOpen = UnlinkedOpenFiles()
     /// Inode numbers reserved for files being created.
     let idBlock = Locked<Range<Int64>>(0..<0)
     /// When the library last changed through this mount: the time of virtual folders.

@@ -10,6 +10,46 @@ import Testing
 struct OperationTableTests {
     static let day = "By Date/2008/2008-10/2008-10-22"
 
+    // MARK: removed while open
+
+    @Test(arguments: Kind.allCases)
+    func aPlainFileRemovedWhileOpenKeepsItsBytesForItsHandles(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        // mkstemp, then unlink (Python's TemporaryFile): the handle keeps the file.
+        let h = try f.fs.open("Albums/Trip/scratch.tmp", O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        try f.fs.write(h, Array("hello".utf8), at: 0)
+        try f.fs.unlink("Albums/Trip/scratch.tmp")
+        #expect(!f.fs.exists("Albums/Trip/scratch.tmp"))
+        try f.fs.write(h, Array(" world".utf8), at: 5)
+        #expect(try f.fs.read(h, count: 100, at: 0) == Array("hello world".utf8))
+        let st = try f.fs.fstat(h)
+        #expect(st.size == 11)
+        #expect(st.nlink == 0)
+        try f.fs.truncate(h, to: 5)
+        #expect(try f.fs.read(h, count: 100, at: 0) == Array("hello".utf8))
+        // Another file takes the name meanwhile; the removed bytes are not its.
+        try f.fs.put("Albums/Trip/scratch.tmp", Array("other".utf8))
+        #expect(try f.fs.read(h, count: 100, at: 0) == Array("hello".utf8))
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/scratch.tmp") == Array("other".utf8))
+        // A reader of a file renamed over keeps the bytes it opened.
+        try f.fs.put("Albums/Trip/new.txt", Fixture.text)
+        let r = try f.fs.open("Albums/Trip/scratch.tmp", O_RDONLY, mode: 0)
+        try f.fs.rename("Albums/Trip/new.txt", "Albums/Trip/scratch.tmp")
+        #expect(try f.fs.read(r, count: 100, at: 0) == Array("other".utf8))
+        #expect(try f.fs.fstat(r).nlink == 0)
+        try f.fs.close(r)
+        // Photo bytes written to a file removed while open never make a photo.
+        let j = try f.fs.open("Albums/Trip/A.jpg", O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
+        try f.fs.unlink("Albums/Trip/A.jpg")
+        try f.fs.write(j, Fixture.photoA, at: 0)
+        try f.fs.close(j)
+        #expect(try f.assetCount() == 1)
+        #expect(try f.names("Albums/Trip") == ["P.jpg", "scratch.tmp"])
+        #expect(try f.fs.get("Albums/Trip/scratch.tmp") == Fixture.text)
+        try f.expectPKept()
+    }
+
     // MARK: create, cp in
 
     @Test(arguments: Kind.allCases)

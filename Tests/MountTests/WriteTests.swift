@@ -74,6 +74,23 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// Python's tempfile.TemporaryFile in an album (O_TMPFILE is not offered, so it
+    /// creates, unlinks and keeps using the file), and a shell holding a removed file.
+    func testTemporaryFilesRemovedWhileOpenWork() throws {
+        try sh("mkdir Albums/Work")
+        let python = """
+            import os, tempfile
+            with tempfile.TemporaryFile(dir='Albums/Work') as t:
+                t.write(b'x' * 300000); t.flush(); t.seek(0)
+                assert len(t.read()) == 300000 and os.fstat(t.fileno()).st_nlink == 0
+                t.truncate(10); t.seek(0); assert t.read() == b'x' * 10
+            print(os.listdir('Albums/Work'))
+            """
+        XCTAssertEqual(try sh("python3 -c \(q(python))").stdout, "[]\n")
+        XCTAssertEqual(try sh("exec 3<>Albums/Work/held && rm Albums/Work/held && echo kept >&3 && cat /proc/self/fd/3 0<&3; ls -A Albums/Work").stdout, "kept\n")
+        try check()
+    }
+
     func testSamePhotoInTwoAlbumsIsOneAsset() throws {
         try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/ && cp \(q(gps))/DSCN0010.jpg Albums/B/")
         let sums = try sh("getfattr --only-values -n user.albumfs.sha256 Albums/A/DSCN0010.jpg Albums/B/DSCN0010.jpg").stdout

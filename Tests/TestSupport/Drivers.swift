@@ -44,6 +44,8 @@ public protocol Driver: AnyObject {
     func close(_ handle: Int) throws
 
     func stat(_ path: String) throws -> PathStatus
+    /// fstat of an open handle.
+    func fstat(_ handle: Int) throws -> PathStatus
     /// The names in a folder, without `.`, `..` and `.thumbnails`.
     func list(_ path: String) throws -> [String]
     func mkdir(_ path: String) throws
@@ -228,11 +230,17 @@ public final class CoreDriver: Driver {
     }
 
     public func stat(_ path: String) throws -> PathStatus {
-        try attempt("stat \(path)") {
-            let a = try fs.getattr(try resolve(path))
-            return PathStatus(ino: a.ino, size: a.size, mtimeNs: a.mtimeNs, ctimeNs: a.ctimeNs, nlink: a.nlink, isDirectory: a.kind == .directory,
-                              mode: a.permissions)
-        }
+        try attempt("stat \(path)") { Self.status(try fs.getattr(try resolve(path))) }
+    }
+
+    public func fstat(_ h: Int) throws -> PathStatus {
+        let (ino, _) = try handle(h)
+        return try attempt("fstat") { Self.status(try fs.getattr(ino)) }
+    }
+
+    private static func status(_ a: Attributes) -> PathStatus {
+        PathStatus(ino: a.ino, size: a.size, mtimeNs: a.mtimeNs, ctimeNs: a.ctimeNs, nlink: a.nlink, isDirectory: a.kind == .directory,
+                   mode: a.permissions)
     }
 
     public func list(_ path: String) throws -> [String] {
@@ -380,8 +388,18 @@ public final class MountDriver: Driver {
     public func stat(_ path: String) throws -> PathStatus {
         var st = Glibc.stat()
         try check(Int(lstat(full(path), &st)), "stat \(path)")
-        return PathStatus(ino: UInt64(st.st_ino), size: Int64(st.st_size), mtimeNs: st.st_mtim.nanoseconds,
-                          ctimeNs: st.st_ctim.nanoseconds, nlink: UInt32(st.st_nlink), isDirectory: st.isDirectory, mode: UInt32(st.st_mode) & 0o7777)
+        return Self.status(st)
+    }
+
+    public func fstat(_ h: Int) throws -> PathStatus {
+        var st = Glibc.stat()
+        try check(Int(Glibc.fstat(try fd(h), &st)), "fstat")
+        return Self.status(st)
+    }
+
+    private static func status(_ st: Glibc.stat) -> PathStatus {
+        PathStatus(ino: UInt64(st.st_ino), size: Int64(st.st_size), mtimeNs: st.st_mtim.nanoseconds,
+                   ctimeNs: st.st_ctim.nanoseconds, nlink: UInt32(st.st_nlink), isDirectory: st.isDirectory, mode: UInt32(st.st_mode) & 0o7777)
     }
 
     public func list(_ path: String) throws -> [String] {

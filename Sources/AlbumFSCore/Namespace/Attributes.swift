@@ -68,7 +68,12 @@ extension FileSystem {
     /// `node`: the kernel inode asked about (the current one when not said); see
     /// `kernelView`.
     public func getattr(_ ino: UInt64, node: UInt64? = nil) throws -> Attributes {
-        kernelView(try attributes(of: existing(ino), ino: ino), node: node).attributes
+        guard let item = try item(ino) else {
+            // A plain file removed while open is still there for its handles (fstat).
+            if let a = unlinkedAttributes(ino) { return a }
+            throw FSError.noEntry("inode \(ino)")
+        }
+        return kernelView(try attributes(of: item, ino: ino), node: node).attributes
     }
 
     /// Attributes as kernel inode `node` (the current one of `a.ino` when not said) is to

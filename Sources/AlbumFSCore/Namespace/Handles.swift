@@ -224,6 +224,22 @@ final class HandleTable: Sendable {
 
     func get(_ handle: UInt64) -> OpenFile? { table.withLock { $0.files[handle] } }
 
+    /// Whether any handle is open on inode `ino` (a scan: asked only when a plain file
+    /// is removed, and of files removed while open).
+    func isOpen(_ ino: UInt64) -> Bool { table.withLock { s in s.files.values.contains { $0.ino == ino } } }
+
+    /// The bytes an open handle of inode `ino` reads: its writer's, or a reader's own.
+    func descriptor(of ino: UInt64) -> FileDescriptor? {
+        let open = table.withLock { s in s.files.values.filter { $0.ino == ino } }
+        for file in open {
+            switch file.state {
+            case .writer(let writer): if let fd = writer.readable().0 { return fd }
+            case .readOnly(let fd): return fd
+            }
+        }
+        return nil
+    }
+
     @discardableResult
     func remove(_ handle: UInt64) -> OpenFile? {
         let (file, unregister) = table.withLock { s -> (OpenFile?, (Int32, FileKey)?) in

@@ -60,7 +60,12 @@ extension FileSystem {
     public func open(_ ino: UInt64, node: UInt64? = nil, flags: Int32, pid: Int32 = 0) throws -> Opened {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         let node = node ?? kernelNodes.node(of: ino)
-        switch try existing(ino) {
+        guard let item = try item(ino) else {
+            // `/proc/PID/fd/N` of a plain file removed while open.
+            if let reopened = try reopenUnlinked(ino, node: node, writing: writing) { return reopened }
+            throw FSError.noEntry("inode \(ino)")
+        }
+        switch item {
         case .asset(let asset):
             if writing { return try openForWriting(asset, ino: ino, node: node, truncate: flags & O_TRUNC != 0) }
             // Reads see the bytes being written while a photo has new ones pending.
@@ -272,7 +277,11 @@ extension FileSystem {
         // in place): no page read ahead from before it may answer after it.
         listingAhead.changed()
         defer { listingAhead.changed() }
-        let item = try existing(ino)
+        guard let item = try item(ino) else {
+            // ftruncate and futimens of a plain file removed while open.
+            if let a = try setUnlinkedAttributes(ino, changes) { return a }
+            throw FSError.noEntry("inode \(ino)")
+        }
         switch item {
         case .asset(let asset):
             if let size = changes.size {

@@ -267,6 +267,7 @@ extension FileSystem {
 
     /// A plain file's own bytes, once its row is gone.
     func removePlainBytes(_ file: PlainFile) {
+        keepAttributesIfOpen(file)
         if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
         writers.get(UInt64(file.id))?.removed()
     }

@@ -15,7 +15,7 @@ import Foundation
 ///                                                                  │ not a photo (a photo's):
 ///   refused ◄──────────────────────────────────────────────────────┘   refused, EINVAL
 ///   failed  ◄── a write failed (ENOSPC, EIO): never imported, every close says so
-///   removed ◄── unlinked while open: never imported
+///   removed ◄── unlinked while open: its handles keep its bytes (`UnlinkedOpen`), never imported
 /// ```
 ///
 /// Who the bytes are for (`Target`): a plain file, written in place in its own bytes
@@ -60,7 +60,7 @@ final class Writer: @unchecked Sendable {
         /// The last close refused these bytes (not a photo, for a photo's new version):
         /// every close reports it until the bytes change.
         case refused(reason: String)
-        /// Unlinked while open: never imported.
+        /// Unlinked while open: its handles still read and write the bytes; never imported.
         case removed
     }
 
@@ -125,7 +125,9 @@ final class Writer: @unchecked Sendable {
     func writable(copyCurrent: () throws -> (FileDescriptor, LibraryPath),
                   copyClone: (Asset, FileDescriptor) throws -> Void) throws -> FileDescriptor {
         let (current, clone, gone) = withLock { (bytes, cloneOf, phase == .removed) }
-        if gone { throw FSError(EBADF, "the file was removed", logged: false) }
+        // Removed while open: its handles keep writing its bytes (never imported), as on
+        // any disk, but nothing is copied for it any more.
+        if gone, case .current = current { throw FSError(EBADF, "the file was removed", logged: false) }
         if let clone, case .own(let fd) = current {
             try copyClone(clone, fd)
             withLock { cloneOf = nil; stream = nil }

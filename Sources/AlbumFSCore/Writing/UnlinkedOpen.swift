@@ -1,0 +1,90 @@
+import AlbumCore
+import Glibc
+
+/// Plain files removed while open (`rm`, or renamed over), as on any disk: their open
+/// handles keep reading and writing the bytes they had, `fstat` works and says
+/// `st_nlink` 0, and the bytes go with the last close. Python's
+/// `tempfile.TemporaryFile` (mkstemp, then unlink, where `O_TMPFILE` is not offered),
+/// C's `tmpfile()` and any program that unlinks the scratch file it holds depend on it.
+///
+/// The name and the row are gone at once (a lookup finds nothing, a new file may take
+/// the name); what stays is the descriptor the handles hold (a writer's, or a reader's)
+/// and the attributes the file had, kept here by inode number until its last release.
+/// Such bytes never become a photo (`Writer.Phase.removed`).
+final class UnlinkedOpenFiles: Sendable {
+    private let table = Locked<[UInt64: Attributes]>([:])
+
+    func record(_ attributes: Attributes) {
+        var a = attributes
+        a.nlink = 0
+        table.withLock { $0[a.ino] = a }
+    }
+
+    func attributes(_ ino: UInt64) -> Attributes? { table.withLock { $0[ino] } }
+
+    func update(_ ino: UInt64, _ change: (inout Attributes) -> Void) {
+        table.withLock { t in if var a = t[ino] { change(&a); t[ino] = a } }
+    }
+
+    func forget(_ ino: UInt64) { table.withLock { _ = $0.removeValue(forKey: ino) } }
+
+    var isEmpty: Bool { table.withLock { $0.isEmpty } }
+}
+
+extension FileSystem {
+    /// A plain file's row is gone: remember its attributes if a handle still holds it.
+    /// Before its bytes file's name is removed (the attributes read it).
+    func keepAttributesIfOpen(_ file: PlainFile) {
+        let ino = UInt64(file.id)
+        guard handles.isOpen(ino), let a = try? attributes(of: file) else { return }
+        unlinkedOpen.record(a)
+    }
+
+    /// The attributes of a file removed while open, its size and times as its bytes are
+    /// now; nil when `ino` is no such file.
+    func unlinkedAttributes(_ ino: UInt64) -> Attributes? {
+        guard var a = unlinkedOpen.attributes(ino) else { return nil }
+        if let fd = handles.descriptor(of: ino), let st = try? fd.status() {
+            a.size = Int64(st.st_size)
+            a.blocks = Int64(st.st_blocks)
+            a.mtimeNs = st.modificationNanoseconds
+            a.atimeNs = a.mtimeNs
+            a.ctimeNs = max(a.ctimeNs, st.changeNanoseconds)
+        }
+        return a
+    }
+
+    /// setattr through a handle of a file removed while open: its length and mtime
+    /// change in its bytes, its mode in what is kept.
+    func setUnlinkedAttributes(_ ino: UInt64, _ changes: AttributeChanges) throws -> Attributes? {
+        guard unlinkedOpen.attributes(ino) != nil else { return nil }
+        if let size = changes.size {
+            guard let writer = writers.get(ino) else { throw FSError(EBADF, "inode \(ino) was removed and is open for reading only", logged: false) }
+            try truncate(writer, to: size)
+        }
+        if let mtime = changes.mtimeNs, let fd = handles.descriptor(of: ino) {
+            try explained("cannot set the mtime of inode \(ino)") { try fd.setModificationTime(nanoseconds: mtime) }
+        }
+        if let mode = changes.mode { unlinkedOpen.update(ino) { $0.permissions = mode & 0o1777 & ~options.umask } }
+        return unlinkedAttributes(ino)
+    }
+
+    /// An open of a file removed while open (through `/proc/PID/fd/N`): one more handle
+    /// on the same bytes, its writer's when it has one.
+    func reopenUnlinked(_ ino: UInt64, node: UInt64, writing: Bool) throws -> Opened? {
+        guard unlinkedOpen.attributes(ino) != nil else { return nil }
+        if let writer = writers.get(ino) {
+            writer.opened()
+            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: "inode \(ino)")
+        }
+        if writing { throw FSError(EACCES, "inode \(ino) was removed while open for reading only", logged: false) }
+        guard let fd = handles.descriptor(of: ino) else { return nil }
+        return try opened(ino: ino, node: node, .readOnly(fd), keepCache: false, readOnly: true, name: "inode \(ino)")
+    }
+
+    /// A handle was released: the last one of a file removed while open lets it go.
+    func releasedUnlinked(_ ino: UInt64) {
+        guard !unlinkedOpen.isEmpty, unlinkedOpen.attributes(ino) != nil, !handles.isOpen(ino) else { return }
+        unlinkedOpen.forget(ino)
+    }
+}
