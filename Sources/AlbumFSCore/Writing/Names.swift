@@ -230,11 +230,9 @@ extension FileSystem {
         try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
         let id = try newInodeNumber()
         do {
-            try explained("cannot create the link \(name)") {
-                let file = try library.files.open(.plainFile(id), flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-                try target.withUnsafeBytes { _ = try file.write($0, at: 0) }
-                try file.sync()
-            }
+            let file = try library.files.open(.plainFile(id), flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            try target.withUnsafeBytes { _ = try file.write($0, at: 0) }
+            try file.sync()
             try library.write { tx in
                 try tx.createPlainFile(named: name, in: parent, mode: 0o777, id: id, symlink: true)
             }
