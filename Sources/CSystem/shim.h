@@ -52,6 +52,13 @@ static inline int shim_start_writeback(int fd, off_t offset, off_t length) {
     return sync_file_range(fd, offset, length, 2);
 }
 
+extern int fallocate64(int fd, int mode, off_t offset, off_t len);
+
+// fallocate(2): declared by glibc only under _GNU_SOURCE.
+static inline int shim_fallocate(int fd, int mode, off_t offset, off_t length) {
+    return fallocate64(fd, mode, offset, length);
+}
+
 static inline int shim_pipe_cloexec(int fds[2]) { return pipe2(fds, 02000000 /* O_CLOEXEC */); }
 
 static inline long shim_utime_omit(void) { return UTIME_OMIT; }

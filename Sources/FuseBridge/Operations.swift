@@ -149,6 +149,13 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             fuse_reply_write(req, n)
         }
     }
+    ops.fallocate = { req, ino, mode, offset, length, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "fallocate \(ino)") {
+            try b.fs.fallocate(handle: shim_fi_fh(fi), mode: mode, offset: Int64(offset), length: Int64(length))
+            fuse_reply_err(req, 0)
+        }
+    }
     ops.flush = { req, ino, fi in
         let b = Bridge.from(req)
         b.handle(req, "close of \(ino)") {

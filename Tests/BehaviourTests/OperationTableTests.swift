@@ -50,6 +50,52 @@ struct OperationTableTests {
         try f.expectPKept()
     }
 
+    // MARK: fallocate
+
+    @Test(arguments: Kind.allCases)
+    func fallocateWorksAsOnADisk(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let keep: Int32 = 0x01, punch: Int32 = 0x02  // FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE
+        // A plain file: grown, reserved beyond its size, a hole punched.
+        let h = try f.fs.open("Albums/Trip/space.bin", O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
+        try f.fs.fallocate(h, mode: 0, offset: 0, length: 4096)
+        #expect(try f.fs.fstat(h).size == 4096)
+        try f.fs.write(h, Array("hello".utf8), at: 0)
+        try f.fs.fallocate(h, mode: keep, offset: 0, length: 1 << 20)
+        #expect(try f.fs.fstat(h).size == 4096)
+        try f.fs.write(h, Array("world".utf8), at: 8)
+        try f.fs.fallocate(h, mode: punch | keep, offset: 0, length: 8)
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/space.bin") == [UInt8](repeating: 0, count: 8) + Array("world".utf8) + [UInt8](repeating: 0, count: 4096 - 13))
+        // rsync --preallocate: the whole size reserved, then written: a photo, as a cp.
+        let a = try f.fs.open("Albums/Trip/A.jpg", O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        try f.fs.fallocate(a, mode: keep, offset: 0, length: Int64(Fixture.photoA.count))
+        try f.fs.write(a, Fixture.photoA, at: 0)
+        try f.fs.close(a)
+        #expect(try f.assetCount() == 2)
+        #expect(try f.fs.get("Albums/Trip/A.jpg") == Fixture.photoA)
+        // Space reserved in a photo open for writing changes none of its bytes: no version.
+        let p = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.fallocate(p, mode: keep, offset: 0, length: 1 << 20)
+        try f.fs.fallocate(p, mode: 0, offset: 0, length: Int64(Fixture.photoP.count))
+        #expect(f.fs.errno { try f.fs.fallocate(p, mode: 0x08 /* COLLAPSE_RANGE */, offset: 0, length: 4096) } == EOPNOTSUPP)
+        try f.fs.close(p)
+        #expect(try f.versions() == 1)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").ino == f.p)
+        // Grown, it is new bytes of the photo (zeros after its end), a version as any write.
+        let g = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.fallocate(g, mode: 0, offset: 0, length: Int64(Fixture.photoP.count + 10))
+        try f.fs.close(g)
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP + [UInt8](repeating: 0, count: 10))
+        // Only a handle open for writing allocates.
+        let r = try f.fs.open("Albums/Trip/space.bin", O_RDONLY, mode: 0)
+        #expect(f.fs.errno { try f.fs.fallocate(r, mode: 0, offset: 0, length: 8192) } == EBADF)
+        try f.fs.close(r)
+        #expect(try f.fs.stat("Albums/Trip/space.bin").size == 4096)
+    }
+
     // MARK: create, cp in
 
     @Test(arguments: Kind.allCases)

@@ -74,6 +74,27 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// fallocate(1) and rsync --preallocate in an album end as in a plain directory:
+    /// sizes, holes and bytes; the preallocated photo is a photo.
+    func testPreallocationWorksAsInAPlainDirectory() throws {
+        let plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        let commands = """
+            fallocate -l 65536 space.bin && printf hello >> space.bin && fallocate -n -o 0 -l 1048576 space.bin \
+            && fallocate -p -o 4096 -l 8192 space.bin && fallocate -l 100 grown.bin && fallocate -o 50 -l 100 grown.bin \
+            && rsync --preallocate \(q(gps))/DSCN0012.jpg IMG.jpg && stat -c '%n %s' space.bin grown.bin IMG.jpg
+            """
+        let there = try Processes.shell("cd \(q(plain)) && \(commands)")
+        XCTAssertTrue(there.ok, there.stderr)
+        try sh("mkdir Albums/Space")
+        XCTAssertEqual(try sh("cd Albums/Space && \(commands)").stdout, there.stdout)
+        XCTAssertEqual(there.stdout, "space.bin 65541\ngrown.bin 150\nIMG.jpg \(try FileManager.default.attributesOfItem(atPath: gps + "/DSCN0012.jpg")[.size]!)\n")
+        XCTAssertEqual(Trees.differences(try Trees.snapshot(m + "/Albums/Space"), try Trees.snapshot(plain),
+                                         names: ("the album", "a plain directory")), [])
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "IMG.jpg\n")
+        try check()
+    }
+
     /// Python's tempfile.TemporaryFile in an album (O_TMPFILE is not offered, so it
     /// creates, unlinks and keeps using the file), and a shell holding a removed file.
     func testTemporaryFilesRemovedWhileOpenWork() throws {

@@ -39,6 +39,8 @@ public protocol Driver: AnyObject {
     func write(_ handle: Int, _ bytes: [UInt8], at offset: Int64) throws
     func read(_ handle: Int, count: Int, at offset: Int64) throws -> [UInt8]
     func truncate(_ handle: Int, to size: Int64) throws
+    /// fallocate(2) of a handle (`mode` as in linux/falloc.h).
+    func fallocate(_ handle: Int, mode: Int32, offset: Int64, length: Int64) throws
     func setMtime(_ handle: Int, nanoseconds: Int64) throws
     func fsync(_ handle: Int) throws
     func close(_ handle: Int) throws
@@ -212,6 +214,11 @@ public final class CoreDriver: Driver {
         _ = try attempt("ftruncate") { try fs.setattr(ino, .init(size: size, handle: handle)) }
     }
 
+    public func fallocate(_ h: Int, mode: Int32, offset: Int64, length: Int64) throws {
+        let (_, handle) = try handle(h)
+        try attempt("fallocate") { try fs.fallocate(handle: handle, mode: mode, offset: offset, length: length) }
+    }
+
     public func setMtime(_ h: Int, nanoseconds: Int64) throws {
         let (ino, handle) = try handle(h)
         _ = try attempt("futimens") { try fs.setattr(ino, .init(mtimeNs: nanoseconds, handle: handle)) }
@@ -371,6 +378,14 @@ public final class MountDriver: Driver {
     }
 
     public func truncate(_ h: Int, to size: Int64) throws { try check(Int(ftruncate(try fd(h), off_t(size))), "ftruncate") }
+
+    public func fallocate(_ h: Int, mode: Int32, offset: Int64, length: Int64) throws {
+        do {
+            try SystemCalls.allocate(try fd(h), mode: mode, offset: offset, length: length, "handle \(h)")
+        } catch LibraryError.io(_, let code) {
+            throw DriverError(errno: code, call: "fallocate")
+        }
+    }
 
     public func setMtime(_ h: Int, nanoseconds: Int64) throws {
         var times = [timespec(tv_sec: 0, tv_nsec: SystemCalls.utimeOmit), SystemCalls.timespec(nanoseconds: nanoseconds)]

@@ -78,6 +78,12 @@ public final class FileDescriptor: Sendable, CustomStringConvertible {
         _ = try SystemCalls.retrying("ftruncate", label) { ftruncate(raw, off_t(size)) }
     }
 
+    /// fallocate(2): `mode` 0 reserves space and may grow the file, FALLOC_FL_KEEP_SIZE
+    /// only reserves, FALLOC_FL_PUNCH_HOLE and FALLOC_FL_ZERO_RANGE make a range zeros.
+    public func allocate(mode: Int32, offset: Int64, length: Int64) throws {
+        try SystemCalls.allocate(raw, mode: mode, offset: offset, length: length, label)
+    }
+
     public func sync() throws {
         _ = try SystemCalls.retrying("fsync", label) { fsync(raw) }
     }

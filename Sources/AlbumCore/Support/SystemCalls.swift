@@ -90,6 +90,12 @@ public enum SystemCalls {
         return n
     }
 
+    /// fallocate(2) of a descriptor: space reserved (the size kept or grown), a hole
+    /// punched, a range zeroed, as `mode` says.
+    public static func allocate(_ fd: Int32, mode: Int32, offset: Int64, length: Int64, _ what: String) throws {
+        try retrying("fallocate", what) { shim_fallocate(fd, mode, off_t(offset), off_t(length)) }
+    }
+
     /// Copies the first `length` bytes of `input` into `output` from offset 0.
     public static func copyAll(from input: FileDescriptor, to output: FileDescriptor, length: Int64) throws {
         var inOffset: Int64 = 0, outOffset: Int64 = 0

@@ -251,6 +251,43 @@ extension FileSystem {
         }
     }
 
+    // MARK: fallocate
+
+    /// fallocate(2) modes (linux/falloc.h) that FUSE passes on.
+    public static let allocateKeepSize: Int32 = 0x01
+    public static let allocatePunchHole: Int32 = 0x02
+    public static let allocateZeroRange: Int32 = 0x10
+
+    /// fallocate of a handle open for writing, done on the bytes being written as on any
+    /// disk (`rsync --preallocate`, download managers, `posix_fallocate`). Space only
+    /// reserved changes no byte: a photo's own bytes are not copied into staging for it.
+    /// A size grown or a range made zeros is a change of the bytes, as a write is, and the
+    /// close decides what they are.
+    public func fallocate(handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws {
+        guard offset >= 0, length > 0 else { throw FSError(EINVAL, "fallocate of \(length) bytes at \(offset)", logged: false) }
+        guard let file = handles.get(handle) else { throw FSError(EBADF, "fallocate of an unknown handle \(handle)") }
+        guard case .writer(let writer) = file.state else { throw FSError(EBADF, "fallocate of a file opened read-only", logged: false) }
+        let zeroes = Self.allocatePunchHole | Self.allocateZeroRange
+        guard mode & ~(Self.allocateKeepSize | zeroes) == 0 else {
+            throw FSError(EOPNOTSUPP, "fallocate mode \(mode) is not supported", logged: false)
+        }
+        try writer.io {
+            let grows = try mode & Self.allocateKeepSize == 0 && offset + length > getattr(writer.ino).size
+            let changesBytes = mode & zeroes != 0 || grows
+            // Only a reservation, and no bytes of its own yet (a photo's blob, a clone's):
+            // there is nothing to reserve space in until a write copies them.
+            if !changesBytes, writer.readable().0 == nil { return }
+            do {
+                if mode & Self.allocatePunchHole == 0 { try checkSpace(for: Int(clamping: length)) }
+                let fd = try writableBytes(writer)
+                try fd.allocate(mode: mode, offset: offset, length: length)
+            } catch {
+                throw FSError.wrapping(error, "cannot allocate \(length) bytes at \(offset) of inode \(writer.ino)")
+            }
+            if changesBytes { writer.changed() }
+        }
+    }
+
     // MARK: setattr
 
     public struct AttributeChanges: Sendable {
