@@ -285,6 +285,36 @@ struct SaveTests {
         try f.expectPKept()
     }
 
+    /// A photo emptied (truncated and closed), then its bytes copied into another album
+    /// within the minute: the copy shows them, as the file it was made from (it is the
+    /// same photo, which shows its bytes again), not an empty file.
+    @Test(arguments: Kind.allCases)
+    func aCopyOfAnEmptiedPhotosBytesShowsThem(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.close(h)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 0)
+        try f.fs.mkdir("Albums/New")
+        try f.fs.put("Albums/New/copy.jpg", Fixture.photoP)
+        #expect(try f.fs.stat("Albums/New/copy.jpg").size == Int64(Fixture.photoP.count))
+        #expect(try f.fs.get("Albums/New/copy.jpg") == Fixture.photoP)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP, "the same photo, shown whole again")
+        #expect(try f.fs.stat("Albums/New/copy.jpg").ino == f.p)
+        #expect(try f.versions() == 1)
+        // A save in between (a handle open on the emptied photo) goes on: its write is
+        // the next version.
+        let again = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.close(again)
+        let writing = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.mkdir("Albums/Third")
+        try f.fs.put("Albums/Third/P.jpg", Fixture.photoP)
+        try f.fs.write(writing, Fixture.photoA, at: 0)
+        try f.fs.close(writing)
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        try f.expectPKept()
+    }
+
     @Test
     func anEmptiedPhotoLeftAloneShowsItsVersionAgainAfterTheMinute() throws {
         let f = try Fixture(.inProcess)

@@ -160,6 +160,13 @@ extension FileSystem {
             if let trashedAt = asset.trashedAt, Rules.keepsSaves(Rules.Folder(folder)) {
                 saves.restoredByClose(asset.id, in: folder.ino, sha256: asset.sha256, name: asset.name, trashedAt: trashedAt)
             }
+            // A photo shown empty for a minute (truncated and closed, a save in between)
+            // whose bytes were just copied in elsewhere: the copy shows those bytes, as
+            // the file it was made from, not an empty file. Not while a handle is open on
+            // the photo: its next write continues the save.
+            if let emptied = writers.get(UInt64(asset.id)) {
+                endEmptied(emptied, now: nowNanoseconds(), after: 0, because: "its bytes were copied in as \(name)")
+            }
         }
         return landed
     }

@@ -90,14 +90,22 @@ extension FileSystem {
     /// their current version again.
     func expireEmptiedVersions(now: Int64) {
         for writer in writers.all {
-            guard let expired = writer.io({ writer.expireEmptied(now: now, after: SaveWindow.seconds) }) else { continue }
-            if let expired { discard(expired) }
-            writers.remove(writer)
-            if case .asset(let id) = writer.target, let asset = try? library.asset(id: id) {
-                Log.info("\(asset.name) was emptied and nothing was written to it for a minute: it shows its last version again")
-                afterChange(asset: asset)
-            }
+            endEmptied(writer, now: now, after: SaveWindow.seconds, because: "nothing was written to it for a minute")
         }
+    }
+
+    /// An emptied photo (see `Writer.Phase.emptied`) shows its current version again, when
+    /// it has been so for `seconds` and no handle is open on it. Returns whether it did.
+    @discardableResult
+    func endEmptied(_ writer: Writer, now: Int64, after seconds: Int64, because reason: String) -> Bool {
+        guard let expired = writer.io({ writer.expireEmptied(now: now, after: seconds) }) else { return false }
+        if let expired { discard(expired) }
+        writers.remove(writer)
+        if case .asset(let id) = writer.target, let asset = try? library.asset(id: id) {
+            Log.info("\(asset.name) was emptied and \(reason): it shows its last version again")
+            afterChange(asset: asset)
+        }
+        return true
     }
 
     // MARK: committing
