@@ -160,13 +160,17 @@ extension FileSystem {
             if let trashedAt = asset.trashedAt, Rules.keepsSaves(Rules.Folder(folder)) {
                 saves.restoredByClose(asset.id, in: folder.ino, sha256: asset.sha256, name: asset.name, trashedAt: trashedAt)
             }
-            // A photo shown empty for a minute (truncated and closed, a save in between)
-            // whose bytes were just copied in elsewhere: the copy shows those bytes, as
-            // the file it was made from, not an empty file. Not while a handle is open on
-            // the photo: its next write continues the save.
-            if let emptied = writers.get(UInt64(asset.id)) {
-                endEmptied(emptied, now: nowNanoseconds(), after: 0, because: "its bytes were copied in as \(name)")
-            }
+        }
+        // A photo shown empty for a minute (truncated and closed, a save in between) that
+        // got bytes meanwhile by another way: its next version renamed over it, or its
+        // own bytes copied in elsewhere. It shows them (the copy shows what it was made
+        // from, not an empty file). Not while a handle is open on it: that handle's next
+        // write goes on with the save.
+        switch destiny {
+        case .existing(let photo, _), .version(let photo, _):
+            endEmptied(ofAsset: photo.id, because: "\(name) brought its bytes")
+        default:
+            break
         }
         return landed
     }

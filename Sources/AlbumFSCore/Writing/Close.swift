@@ -94,6 +94,14 @@ extension FileSystem {
         }
     }
 
+    /// The emptied photo `asset` shows its current version again now, if no handle is
+    /// open on it. A writer that is committing (a close landing this very photo's
+    /// version, inside its `io`) is not emptied, and its `io` is never taken here.
+    func endEmptied(ofAsset asset: Int64, because reason: String) {
+        guard let writer = writers.get(UInt64(asset)), case .emptied = writer.withLock({ writer.phase }) else { return }
+        endEmptied(writer, now: nowNanoseconds(), after: 0, because: reason)
+    }
+
     /// An emptied photo (see `Writer.Phase.emptied`) shows its current version again, when
     /// it has been so for `seconds` and no handle is open on it. Returns whether it did.
     @discardableResult
