@@ -239,6 +239,37 @@ struct SaveTests {
         #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
     }
 
+    /// A viewer reads a photo while an editor writes it in place: the viewer sees the
+    /// bytes written so far, and its close saves nothing (on a disk, closing a reader
+    /// changes nothing); the editor's close makes the one version.
+    @Test(arguments: Kind.allCases)
+    func aReadersCloseDuringASaveSavesNothing(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let editor = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.write(editor, Array("not yet a photo".utf8), at: 0)
+        let viewer = try f.fs.open("Albums/Other/P.jpg", O_RDONLY, mode: 0)
+        #expect(try f.fs.read(viewer, count: 15, at: 0) == Array("not yet a photo".utf8))
+        try f.fs.close(viewer)
+        #expect(try f.versions() == 1)
+        #expect(Array(try f.fs.get("Albums/Trip/P.jpg").prefix(15)) == Array("not yet a photo".utf8), "still being written")
+        try f.fs.truncate(editor, to: 0)
+        try f.fs.write(editor, Fixture.photoA, at: 0)
+        try f.fs.close(editor)
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
+        // A plain file being written: a reader's close leaves it being written.
+        let notes = try f.fs.open("Albums/Trip/notes.txt", O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
+        try f.fs.write(notes, Fixture.text, at: 0)
+        let reader = try f.fs.open("Albums/Trip/notes.txt", O_RDONLY, mode: 0)
+        #expect(try f.fs.read(reader, count: 100, at: 0) == Fixture.text)
+        #expect(f.fs.errno { try f.fs.write(reader, Fixture.text, at: 0) } == EBADF)
+        try f.fs.close(reader)
+        try f.fs.write(notes, Fixture.text, at: Int64(Fixture.text.count))
+        try f.fs.close(notes)
+        #expect(try f.fs.get("Albums/Trip/notes.txt") == Fixture.text + Fixture.text)
+        try f.expectPKept()
+    }
+
     @Test(arguments: Kind.allCases)
     func notAPhotoWrittenIntoThePhotoIsRefusedAtTheClose(_ kind: Kind) throws {
         let f = try Fixture(kind)

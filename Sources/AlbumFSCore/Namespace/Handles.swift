@@ -16,12 +16,17 @@ final class OpenFile: Sendable {
     let node: UInt64
     let state: State
     let mode: IOMode
+    /// Opened for writing. A handle opened only to read a writer's bytes (a viewer
+    /// reading a photo while an editor writes it) shares the writer but is no writer:
+    /// its close commits nothing, as closing a reader changes nothing on a disk.
+    let writes: Bool
 
-    init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached) {
+    init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached, writes: Bool) {
         self.ino = ino
         self.node = node
         self.state = state
         self.mode = mode
+        self.writes = writes
     }
 }
 
@@ -126,7 +131,7 @@ final class HandleTable: Sendable {
         guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
             // Without passthrough (or a file that cannot be told apart): cached, which
             // the kernel refuses while the kernel inode is in passthrough.
-            return addCached(ino: ino, node: node, state: state)
+            return addCached(ino: ino, node: node, state: state, writes: false)
         }
         enum Plan { case cached, share(Int32), register, stale }
         let plan: Plan = table.withLock { s in
@@ -146,11 +151,11 @@ final class HandleTable: Sendable {
         }
         switch plan {
         case .cached:
-            return OpenFile(ino: ino, node: node, state: state, mode: .cached)
+            return OpenFile(ino: ino, node: node, state: state, mode: .cached, writes: false)
         case .stale:
             return nil
         case .share(let id):
-            return OpenFile(ino: ino, node: node, state: state, mode: .passthrough(backingID: id))
+            return OpenFile(ino: ino, node: node, state: state, mode: .passthrough(backingID: id), writes: false)
         case .register:
             // An id kept from an earlier open of the same file, or the ioctl outside the
             // lock; then install it, unless another open of the kernel inode got there
@@ -177,14 +182,14 @@ final class HandleTable: Sendable {
                 return (.passthrough(backingID: id), nil)
             }
             if let unused { keepOrUnregister(unused, key) }
-            return mode.map { OpenFile(ino: ino, node: node, state: state, mode: $0) }
+            return mode.map { OpenFile(ino: ino, node: node, state: state, mode: $0, writes: false) }
         }
     }
 
     /// Adds an open that is not to be in passthrough (a writer, a reader of bytes being
     /// written, a plain file): cached, or nil while the kernel inode is open in
     /// passthrough (the kernel would refuse it).
-    func addCached(ino: UInt64, node: UInt64, state: OpenFile.State) -> OpenFile? {
+    func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool) -> OpenFile? {
         let added: Bool = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
             guard io.passthrough == nil else { return false }
@@ -193,7 +198,7 @@ final class HandleTable: Sendable {
             s.nodes[node] = io
             return true
         }
-        return added ? OpenFile(ino: ino, node: node, state: state, mode: .cached) : nil
+        return added ? OpenFile(ino: ino, node: node, state: state, mode: .cached, writes: writes) : nil
     }
 
     /// Whether any open file (or a writer on its way) uses kernel inode `node`. A
@@ -308,7 +313,7 @@ extension FileSystem {
     func opened(ino: UInt64, node: UInt64? = nil, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
                 name: @autoclosure () -> String) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
-        guard let file = handles.addCached(ino: ino, node: node, state: state) else {
+        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly) else {
             if case .writer(let writer) = state { release(writer) }
             throw openElsewhere(ino, from: node, name(), reserve: true)
         }

@@ -9,7 +9,7 @@ extension FileSystem {
     /// (EINVAL when they are no photo: the photo is unchanged), a plain file's make it a
     /// photo when they are one and its name and folder allow. 0 means durable.
     public func flush(handle: UInt64) throws {
-        guard let file = handles.get(handle), case .writer(let writer) = file.state else { return }
+        guard let file = handles.get(handle), file.writes, case .writer(let writer) = file.state else { return }
         try close(writer)
     }
 

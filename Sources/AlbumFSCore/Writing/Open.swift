@@ -71,7 +71,7 @@ extension FileSystem {
             // Reads see the bytes being written while a photo has new ones pending.
             if let writer = writers.get(ino), writer.showsPendingBytes {
                 writer.opened()
-                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name)
+                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: asset.name)
             }
             let blob = try library.openBlob(of: asset)
             return try openedForReading(ino: ino, node: node, blob, keepCache: mayKeepCache(ino), name: asset.name, pid: pid)
@@ -91,7 +91,7 @@ extension FileSystem {
             }
             if let writer = writers.get(ino) {
                 writer.opened()
-                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name)
+                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: file.name)
             }
             let bytes = try explained("plain file \(file.name) cannot be opened") {
                 try library.files.open(file.bytes, flags: O_RDONLY)
@@ -206,7 +206,7 @@ extension FileSystem {
 
     public func write(handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64) throws -> Int {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "write to an unknown handle \(handle)") }
-        guard case .writer(let writer) = file.state else { throw FSError(EBADF, "write to a file opened read-only") }
+        guard file.writes, case .writer(let writer) = file.state else { throw FSError(EBADF, "write to a file opened read-only") }
         return try writer.io {
             let n: Int
             do {
@@ -231,7 +231,7 @@ extension FileSystem {
         guard let source = handles.get(inHandle), let target = handles.get(outHandle) else {
             throw FSError(EBADF, "copy_file_range with an unknown handle")
         }
-        guard case .writer(let writer) = target.state else { throw FSError(EBADF, "copy into a file opened read-only") }
+        guard target.writes, case .writer(let writer) = target.state else { throw FSError(EBADF, "copy into a file opened read-only") }
         if inOffset == 0, outOffset == 0, case .asset(let asset)? = try item(source.ino),
            case .readOnly = source.state, Int64(length) >= asset.size,
            writer.io({ writer.clone(asset) }) {
@@ -266,7 +266,7 @@ extension FileSystem {
     public func fallocate(handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws {
         guard offset >= 0, length > 0 else { throw FSError(EINVAL, "fallocate of \(length) bytes at \(offset)", logged: false) }
         guard let file = handles.get(handle) else { throw FSError(EBADF, "fallocate of an unknown handle \(handle)") }
-        guard case .writer(let writer) = file.state else { throw FSError(EBADF, "fallocate of a file opened read-only", logged: false) }
+        guard file.writes, case .writer(let writer) = file.state else { throw FSError(EBADF, "fallocate of a file opened read-only", logged: false) }
         let zeroes = Self.allocatePunchHole | Self.allocateZeroRange
         guard mode & ~(Self.allocateKeepSize | zeroes) == 0 else {
             throw FSError(EOPNOTSUPP, "fallocate mode \(mode) is not supported", logged: false)

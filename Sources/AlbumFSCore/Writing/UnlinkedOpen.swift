@@ -75,7 +75,7 @@ extension FileSystem {
         guard unlinkedOpen.attributes(ino) != nil else { return nil }
         if let writer = writers.get(ino) {
             writer.opened()
-            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: "inode \(ino)")
+            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")
         }
         if writing { throw FSError(EACCES, "inode \(ino) was removed while open for reading only", logged: false) }
         guard let fd = handles.descriptor(of: ino) else { return nil }
