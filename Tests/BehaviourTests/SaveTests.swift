@@ -270,6 +270,26 @@ struct SaveTests {
         try f.expectPKept()
     }
 
+    /// A file kept open while another open fills it with bytes of a photo the library
+    /// has (it becomes that photo here): what its handle writes next is that photo's next
+    /// version, seen by readers of the photo while written, as on a disk.
+    @Test(arguments: Kind.allCases)
+    func aHandleOfAFileThatBecameALibraryPhotoWritesThatPhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/New")
+        let h = try f.fs.open("Albums/New/a.jpg", O_RDWR | O_CREAT, mode: 0o644)
+        try f.fs.put("Albums/New/a.jpg", Fixture.photoP)
+        #expect(try f.fs.stat("Albums/New/a.jpg").ino == f.p, "P's bytes: it is P")
+        try f.fs.truncate(h, to: 0)
+        try f.fs.write(h, Fixture.photoA, at: 0)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA, "readers see the bytes being written")
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count))
+        try f.fs.close(h)
+        #expect(try f.versions() == 2)
+        #expect(try f.fs.get("Albums/New/a.jpg") == Fixture.photoA)
+        try f.expectPKept()
+    }
+
     @Test(arguments: Kind.allCases)
     func notAPhotoWrittenIntoThePhotoIsRefusedAtTheClose(_ kind: Kind) throws {
         let f = try Fixture(kind)

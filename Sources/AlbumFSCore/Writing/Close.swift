@@ -29,6 +29,7 @@ extension FileSystem {
                     throw FSError.wrapping(error, "cannot save inode \(writer.ino)")
                 }
                 writer.finish(outcome)
+                if case .committed(let asset) = outcome, UInt64(asset) != writer.ino { writers.becameAsset(writer, asset) }
                 if case .refused(let reason) = outcome { throw FSError(EINVAL, reason) }
             }
         }

@@ -69,7 +69,7 @@ extension FileSystem {
         case .asset(let asset):
             if writing { return try openForWriting(asset, ino: ino, node: node, truncate: flags & O_TRUNC != 0) }
             // Reads see the bytes being written while a photo has new ones pending.
-            if let writer = writers.get(ino), writer.showsPendingBytes {
+            if let writer = writers.get(UInt64(asset.id)), writer.showsPendingBytes {
                 writer.opened()
                 return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: asset.name)
             }
@@ -120,7 +120,7 @@ extension FileSystem {
     func openForWriting(_ asset: Asset, ino: UInt64, node: UInt64, truncate: Bool) throws -> Opened {
         try checkWritable()
         try Rules.writeInto(asset)
-        let writer = writers.writer(for: ino) { Writer(ino: ino, target: .asset(asset.id), bytes: .current) }
+        let writer = writers.writer(forAsset: asset.id)
         writer.opened()
         // In the handle table first: a writer may wait there for readers to close, and
         // truncates nothing if they do not.
@@ -323,7 +323,7 @@ extension FileSystem {
         case .asset(let asset):
             if let size = changes.size {
                 try Rules.writeInto(asset)
-                let writer = writers.writer(for: ino) { Writer(ino: ino, target: .asset(asset.id), bytes: .current) }
+                let writer = writers.writer(forAsset: asset.id)
                 writer.opened()
                 defer { release(writer) }
                 try truncate(writer, to: size)
@@ -331,7 +331,7 @@ extension FileSystem {
             }
             if let mtime = changes.mtimeNs {
                 try Rules.writeInto(asset)
-                if let writer = writers.get(ino), writer.showsPendingBytes || writer.isDirty {
+                if let writer = writers.get(UInt64(asset.id)), writer.showsPendingBytes || writer.isDirty {
                     // New bytes pending: the mtime goes with them, at their close.
                     writer.withLock { writer.explicitMtimeNs = mtime }
                 } else {

@@ -118,7 +118,10 @@ extension FileSystem {
             }
             if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
             if let replacedPlain { removePlainBytes(replacedPlain) }
-            writer?.becamePhoto(landed.asset.id)
+            if let writer {
+                writer.becamePhoto(landed.asset.id)
+                if UInt64(landed.asset.id) != writer.ino { writers.becameAsset(writer, landed.asset.id) }
+            }
             afterLanding(landed, folder: to, entries: entries)
         }
     }

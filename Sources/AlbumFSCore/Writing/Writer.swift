@@ -369,7 +369,10 @@ final class Writer: @unchecked Sendable {
     var cloneSize: Int64? { withLock { cloneOf?.size } }
 }
 
-/// The writers of the mount, by inode number.
+/// The writers of the mount, by inode number: a plain file's by its number, a photo's by
+/// its asset id (whatever number it was opened through: an album entry's alias number,
+/// a kernel inode of an older version), so that every open, stat and save of one photo
+/// finds the one writer of its bytes.
 final class WriterTable: Sendable {
     private struct Table {
         var byIno: [UInt64: Writer] = [:]
@@ -392,12 +395,29 @@ final class WriterTable: Sendable {
         }
     }
 
+    /// The writer of photo `asset`, made if there is none.
+    func writer(forAsset asset: Int64) -> Writer {
+        writer(for: UInt64(asset)) { Writer(ino: UInt64(asset), target: .asset(asset), bytes: .current) }
+    }
+
+    /// A plain file's writer whose bytes became photo `asset` under another number (bytes
+    /// the library held already: the file is that photo now). It is that photo's writer
+    /// from now on, unless the photo has one already; then it stays where it is, and its
+    /// handles' next writes are still that photo's next version at their close.
+    func becameAsset(_ writer: Writer, _ asset: Int64) {
+        let key = UInt64(asset)
+        table.withLock { table in
+            guard table.byIno[key] == nil, let old = table.byIno.first(where: { $0.value === writer })?.key else { return }
+            table.byIno.removeValue(forKey: old)
+            table.byIno[key] = writer
+        }
+    }
+
     func remove(_ writer: Writer) {
         table.withLock { table in
-            if table.byIno[writer.ino] === writer {
-                table.byIno.removeValue(forKey: writer.ino)
-                table.epoch &+= 1
-            }
+            guard let key = table.byIno.first(where: { $0.value === writer })?.key else { return }
+            table.byIno.removeValue(forKey: key)
+            table.epoch &+= 1
         }
     }
 
