@@ -281,12 +281,37 @@ struct SaveTests {
         try f.fs.put("Albums/New/a.jpg", Fixture.photoP)
         #expect(try f.fs.stat("Albums/New/a.jpg").ino == f.p, "P's bytes: it is P")
         try f.fs.truncate(h, to: 0)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 0)
         try f.fs.write(h, Fixture.photoA, at: 0)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count), "a stat by path sees the write")
         #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA, "readers see the bytes being written")
         #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count))
         try f.fs.close(h)
         #expect(try f.versions() == 2)
         #expect(try f.fs.get("Albums/New/a.jpg") == Fixture.photoA)
+        try f.expectPKept()
+    }
+
+    /// One program writes into the photo while another saves it by rename (a temporary
+    /// file renamed over it): the rename wins the name, as on a disk, where the writer
+    /// would be left writing a file no name leads to. Its bytes are never saved; its
+    /// handle still writes; its close is no error. (On a mount its handle shares the
+    /// photo's kernel inode, whose size is the new version's: what it reads back is not
+    /// checked.)
+    @Test(arguments: Kind.allCases)
+    func aSaveByRenameSupersedesBytesBeingWrittenIntoThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let writer = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.truncate(writer, to: 5)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 5, "a reader sees the bytes being written")
+        try f.fs.put("Albums/Trip/.P.jpg.tmp", Fixture.photoA)
+        try f.fs.rename("Albums/Trip/.P.jpg.tmp", "Albums/Trip/P.jpg")
+        #expect(try f.fs.stat("Albums/Other/P.jpg").size == Int64(Fixture.photoA.count))
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        try f.fs.write(writer, Array("xyz".utf8), at: 0)
+        try f.fs.close(writer)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        #expect(try f.versions() == 2)
         try f.expectPKept()
     }
 
@@ -374,6 +399,23 @@ struct SaveTests {
         #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
         #expect(try f.fs.stat("Albums/Third/P.jpg").ino == f.p, "the copy was P's bytes then: it is P")
         try f.expectPKept()
+    }
+
+    /// Bytes that are no photo closed into an emptied photo are refused, and the photo
+    /// shows its version again: its size and its bytes agree.
+    @Test(arguments: Kind.allCases)
+    func aRefusedSaveOfAnEmptiedPhotoShowsItsVersion(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.close(h)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 0)
+        let text = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY, mode: 0)
+        try f.fs.write(text, Array("abc".utf8), at: 0)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 3)
+        #expect(f.fs.errno { try f.fs.close(text) } == EINVAL)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoP.count))
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP)
+        #expect(try f.versions() == 1)
     }
 
     @Test

@@ -167,8 +167,10 @@ extension FileSystem {
         // from, not an empty file). Not while a handle is open on it: that handle's next
         // write goes on with the save.
         switch destiny {
-        case .existing(let photo, _), .version(let photo, _):
+        case .existing(let photo, _):
             endEmptied(ofAsset: photo.id, because: "\(name) brought its bytes")
+        case .version(let photo, _):
+            supersedePendingBytes(ofAsset: photo.id, by: name)
         default:
             break
         }

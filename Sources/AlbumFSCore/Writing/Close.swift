@@ -30,7 +30,12 @@ extension FileSystem {
                 }
                 writer.finish(outcome)
                 if case .committed(let asset) = outcome, UInt64(asset) != writer.ino { writers.becameAsset(writer, asset) }
-                if case .refused(let reason) = outcome { throw FSError(EINVAL, reason) }
+                if case .refused(let reason) = outcome {
+                    // The photo no longer shows the bytes being written (nor an emptied
+                    // version) but its current version: the kernel forgets the size it had.
+                    if case .asset(let id) = work.target, let photo = try? library.asset(id: id) { afterChange(asset: photo) }
+                    throw FSError(EINVAL, reason)
+                }
             }
         }
     }
@@ -101,6 +106,28 @@ extension FileSystem {
     func endEmptied(ofAsset asset: Int64, because reason: String) {
         guard let writer = writers.get(UInt64(asset)), case .emptied = writer.withLock({ writer.phase }) else { return }
         endEmptied(writer, now: nowNanoseconds(), after: 0, because: reason)
+    }
+
+    /// A version of photo `asset` landed by another way than its writer's close (a file
+    /// renamed over it, or closed under the name it left): bytes that handles were still
+    /// writing into it are superseded, as a file's are on a disk when another file is
+    /// renamed over its name. Those handles keep their copy to read and write, and it is
+    /// never imported (`removed`); the photo shows the version that landed. An emptied
+    /// photo with no handle open shows it too. A writer that is committing is the one
+    /// landing, and is left alone.
+    func supersedePendingBytes(ofAsset asset: Int64, by name: String) {
+        guard let writer = writers.get(UInt64(asset)) else { return }
+        let (phase, open) = writer.withLock { (writer.phase, writer.openCount) }
+        switch phase {
+        case .clean, .committing, .removed:
+            return
+        case .emptied where open == 0:
+            endEmptied(writer, now: nowNanoseconds(), after: 0, because: "\(name) brought its next version")
+        case .emptied, .dirty, .refused, .failed:
+            writer.removed()
+            writers.remove(writer)
+            Log.info("inode \(writer.ino): the bytes its open handles were writing are superseded by \(name), which became that photo's next version; they will not be saved")
+        }
     }
 
     /// An emptied photo (see `Writer.Phase.emptied`) shows its current version again, when

@@ -220,8 +220,21 @@ extension FileSystem {
                 throw FSError.wrapping(error, "cannot write inode \(writer.ino)")
             }
             writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: try writableBytes(writer))
+            changedThroughAnotherNumber(file.ino, writer)
             return n
         }
+    }
+
+    /// Bytes changed through a handle of another inode number than the one the file is
+    /// known by now (a file that became a photo the library held, rule 4 of `Destiny`):
+    /// the kernel updated the size of the handle's kernel inode itself, not of the
+    /// photo's, whose attributes are dropped so that a `stat` by path sees the change.
+    func changedThroughAnotherNumber(_ ino: UInt64, _ writer: Writer) {
+        let known: UInt64
+        switch writer.withLock({ writer.target }) {
+        case .asset(let id), .plain(let id): known = UInt64(id)
+        }
+        if known != ino { invalidate([.attributes(known)]) }
     }
 
     /// copy_file_range inside the mount: a whole photo into an empty new file is not
@@ -247,6 +260,7 @@ extension FileSystem {
                 try SystemCalls.copyRange(from: input, at: &i, to: fd, at: &o, length: length)
             }
             writer.changed()
+            changedThroughAnotherNumber(target.ino, writer)
             return n
         }
     }
@@ -284,7 +298,10 @@ extension FileSystem {
             } catch {
                 throw FSError.wrapping(error, "cannot allocate \(length) bytes at \(offset) of inode \(writer.ino)")
             }
-            if changesBytes { writer.changed() }
+            if changesBytes {
+                writer.changed()
+                changedThroughAnotherNumber(file.ino, writer)
+            }
         }
     }
 
@@ -327,6 +344,7 @@ extension FileSystem {
                 writer.opened()
                 defer { release(writer) }
                 try truncate(writer, to: size)
+                changedThroughAnotherNumber(ino, writer)
                 if changes.handle == nil { try close(writer) }  // truncate(2) by path: a version now
             }
             if let mtime = changes.mtimeNs {
