@@ -161,11 +161,12 @@ extension FileSystem {
                 saves.restoredByClose(asset.id, in: folder.ino, sha256: asset.sha256, name: asset.name, trashedAt: trashedAt)
             }
         }
-        // A photo shown empty for a minute (truncated and closed, a save in between) that
-        // got bytes meanwhile by another way: its next version renamed over it, or its
-        // own bytes copied in elsewhere. It shows them (the copy shows what it was made
-        // from, not an empty file). Not while a handle is open on it: that handle's next
-        // write goes on with the save.
+        // The photo got bytes by another way than its own writer's close. Its own bytes
+        // copied in elsewhere: shown empty for a minute (truncated and closed, a save in
+        // between), it shows them again, so that the copy shows what it was made from;
+        // not while a handle is open on it, whose next write goes on with the save. Its
+        // next version renamed over it (or closed under the name it left): that version
+        // wins over bytes other handles were still writing into it.
         switch destiny {
         case .existing(let photo, _):
             endEmptied(ofAsset: photo.id, because: "\(name) brought its bytes")
