@@ -29,7 +29,7 @@ extension FileSystem {
                     throw FSError.wrapping(error, "cannot save inode \(writer.ino)")
                 }
                 writer.finish(outcome)
-                if case .committed(let asset) = outcome, UInt64(asset) != writer.ino { writers.becameAsset(writer, asset) }
+                if case .committed(let asset) = outcome { writers.becameAsset(writer, asset) }
                 if case .refused(let reason) = outcome {
                     // The photo no longer shows the bytes being written (nor an emptied
                     // version) but its current version: the kernel forgets the size it had.

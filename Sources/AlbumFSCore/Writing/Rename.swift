@@ -120,7 +120,7 @@ extension FileSystem {
             if let replacedPlain { removePlainBytes(replacedPlain) }
             if let writer {
                 writer.becamePhoto(landed.asset.id)
-                if UInt64(landed.asset.id) != writer.ino { writers.becameAsset(writer, landed.asset.id) }
+                writers.becameAsset(writer, landed.asset.id)
             }
             afterLanding(landed, folder: to, entries: entries)
         }

@@ -400,10 +400,11 @@ final class WriterTable: Sendable {
         writer(for: UInt64(asset)) { Writer(ino: UInt64(asset), target: .asset(asset), bytes: .current) }
     }
 
-    /// A plain file's writer whose bytes became photo `asset` under another number (bytes
-    /// the library held already: the file is that photo now). It is that photo's writer
-    /// from now on, unless the photo has one already; then it stays where it is, and its
-    /// handles' next writes are still that photo's next version at their close.
+    /// A writer whose bytes are photo `asset` now (after every commit). Under another
+    /// number (a plain file's bytes the library held already: the file is that photo
+    /// now), it is that photo's writer from now on, unless the photo has one already;
+    /// then it stays where it is, and its handles' next writes are still that photo's
+    /// next version at their close. Under the same number, nothing changes.
     func becameAsset(_ writer: Writer, _ asset: Int64) {
         let key = UInt64(asset)
         table.withLock { table in
