@@ -74,7 +74,8 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.create = { req, parent, name, mode, fi in
         let b = Bridge.from(req)
         b.handle(req, "create \(display(name)) in \(parent)") {
-            let (attributes, opened) = try b.fs.create(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode), flags: shim_fi_flags(fi))
+            let (attributes, opened) = try b.fs.create(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode), flags: shim_fi_flags(fi),
+                                                       pid: caller(req))
             guard let opened else { throw FSError(EIO, "create did not open") }
             shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
             var e = b.entry(attributes)
@@ -159,7 +160,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.flush = { req, ino, fi in
         let b = Bridge.from(req)
         b.handle(req, "close of \(ino)") {
-            let closed = Result { try b.fs.flush(handle: shim_fi_fh(fi)) }
+            let closed = Result { try b.fs.flush(handle: shim_fi_fh(fi), pid: caller(req)) }
             b.waitForQueuedNames()
             try closed.get()
             fuse_reply_err(req, 0)

@@ -354,10 +354,30 @@ struct SaveTests {
         try f.fs.write(h, Array(Fixture.photoP[Int(cut)...]), at: cut)
         try f.fs.close(h)
         #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP)
-        // Seen once to fail on a mount under load, not since: the versions say what happened.
         let versions = try f.library().versions(of: Int64(f.p))
         #expect(versions.count == 1, "\(versions), the photo has \(Fixture.photoP.count) bytes")
         try f.expectPKept()
+    }
+
+    /// A child process started while a photo is being written (an editor's helper, or
+    /// any program this process runs) gets a copy of the descriptor and closes it at its
+    /// exec: the kernel asks for a flush, which saves nothing, as on a disk. The bytes
+    /// become one version at the editor's own close. (Tests that spawn programs ran
+    /// beside aPhotoCutShortKeepsItsFirstBytes and made its half photo a version.)
+    @Test(arguments: Kind.allCases)
+    func aChildProcessClosingItsCopyOfTheDescriptorSavesNothing(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let half = Fixture.photoA.count / 2
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR | O_TRUNC, mode: 0)
+        try f.fs.write(h, Array(Fixture.photoA[..<half]), at: 0)
+        try f.fs.runChildProcess()
+        #expect(try f.library().versions(of: Int64(f.p)).count == 1, "the child's close saved half a photo")
+        try f.fs.write(h, Array(Fixture.photoA[half...]), at: Int64(half))
+        try f.fs.close(h)
+        let versions = try f.library().versions(of: Int64(f.p))
+        #expect(versions.map(\.size) == [Int64(Fixture.photoP.count), Int64(Fixture.photoA.count)])
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
     }
 
     /// A photo emptied (truncated and closed), then its bytes copied into another album

@@ -66,6 +66,9 @@ public protocol Driver: AnyObject {
     /// Moves the filesystem's clock of saves on (the minute of a save ends); a mount
     /// cannot, and says so by returning false.
     func advanceTime(seconds: Int64) -> Bool
+    /// Starts a child process and waits for its end: forked now, it holds a copy of
+    /// every open handle and closes them at its exec, as an editor's helper does.
+    func runChildProcess() throws
     func stop()
 }
 
@@ -166,10 +169,10 @@ public final class CoreDriver: Driver {
             do {
                 ino = try resolve(path)
                 if flags & O_CREAT != 0 && flags & O_EXCL != 0 { throw FSError(EEXIST, path) }
-                opened = try fs.open(ino, flags: flags)
+                opened = try fs.open(ino, flags: flags, pid: getpid())
             } catch let error where flags & O_CREAT != 0 && FSError.errno(of: error) == ENOENT {
                 let (parent, name) = try parentAndName(path)
-                let (attributes, created) = try fs.create(parent: parent, name: name, mode: mode, flags: flags)
+                let (attributes, created) = try fs.create(parent: parent, name: name, mode: mode, flags: flags, pid: getpid())
                 guard let created else { throw FSError(EIO, "create did not open") }
                 return remember(attributes.ino, created.handle)
             }
@@ -321,6 +324,19 @@ public final class CoreDriver: Driver {
         return true
     }
 
+    /// The kernel's part: a flush of every open handle, from the child's process.
+    public func runChildProcess() throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        child.arguments = ["10"]
+        try child.run()
+        // SIGKILL: the test process may block SIGTERM, and its children inherit the mask.
+        defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
+        for (_, (_, handle)) in handles {
+            try attempt("close in child \(child.processIdentifier)") { try fs.flush(handle: handle, pid: child.processIdentifier) }
+        }
+    }
+
     public func stop() {
         for (_, (_, handle)) in handles { fs.release(handle: handle) }
         handles.removeAll()
@@ -458,6 +474,13 @@ public final class MountDriver: Driver {
     }
 
     public func advanceTime(seconds: Int64) -> Bool { false }
+
+    /// The open descriptors are close-on-exec: the child's exec closes its copies, and
+    /// the kernel sends a flush for each.
+    public func runChildProcess() throws {
+        let result = try Processes.run("/bin/true", [])
+        if !result.ok { throw DriverError(errno: EIO, call: "/bin/true exited \(result.status)") }
+    }
 
     public func stop() {
         for (_, fd) in fds { _ = Glibc.close(fd) }

@@ -20,13 +20,18 @@ final class OpenFile: Sendable {
     /// reading a photo while an editor writes it) shares the writer but is no writer:
     /// its close commits nothing, as closing a reader changes nothing on a disk.
     let writes: Bool
+    /// The process that opened it (0: not known). A copy of the descriptor that another
+    /// process closes (a child forked while it was open) is no close of this open
+    /// (`FileSystem.flush`).
+    let opener: Int32
 
-    init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached, writes: Bool) {
+    init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached, writes: Bool, opener: Int32 = 0) {
         self.ino = ino
         self.node = node
         self.state = state
         self.mode = mode
         self.writes = writes
+        self.opener = opener
     }
 }
 
@@ -189,7 +194,7 @@ final class HandleTable: Sendable {
     /// Adds an open that is not to be in passthrough (a writer, a reader of bytes being
     /// written, a plain file): cached, or nil while the kernel inode is open in
     /// passthrough (the kernel would refuse it).
-    func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool) -> OpenFile? {
+    func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool, opener: Int32 = 0) -> OpenFile? {
         let added: Bool = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
             guard io.passthrough == nil else { return false }
@@ -198,7 +203,7 @@ final class HandleTable: Sendable {
             s.nodes[node] = io
             return true
         }
-        return added ? OpenFile(ino: ino, node: node, state: state, mode: .cached, writes: writes) : nil
+        return added ? OpenFile(ino: ino, node: node, state: state, mode: .cached, writes: writes, opener: opener) : nil
     }
 
     /// Whether any open file (or a writer on its way) uses kernel inode `node`. A
@@ -310,10 +315,12 @@ extension FileSystem {
 
     /// Adds an open file to the handle table: its handle, with the mode decided there.
     /// `node`: the kernel inode it is opened through (the current one when not said).
+    /// `pid`: the thread that opens (0: unknown), whose process is a writer's opener.
     func opened(ino: UInt64, node: UInt64? = nil, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
-                name: @autoclosure () -> String) throws -> Opened {
+                name: @autoclosure () -> String, pid: Int32 = 0) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
-        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly) else {
+        let opener = readOnly ? 0 : Processes.process(ofThread: pid) ?? 0
+        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: opener) else {
             if case .writer(let writer) = state { release(writer) }
             throw openElsewhere(ino, from: node, name(), reserve: true)
         }

@@ -8,9 +8,27 @@ extension FileSystem {
     /// before it returns, whatever other handles are open: a photo's are its new version
     /// (EINVAL when they are no photo: the photo is unchanged), a plain file's make it a
     /// photo when they are one and its name and folder allow. 0 means durable.
-    public func flush(handle: UInt64) throws {
+    /// `pid`: the thread that closes (0: unknown). The kernel asks for a flush at every
+    /// close of a descriptor, also of the copies a child process inherits when it is
+    /// forked, which it closes at its exec or exit: on a disk those closes change
+    /// nothing, and here they save nothing either, or an editor that starts a helper
+    /// halfway through a save would make its half-written bytes a version. The bytes
+    /// are saved at the opener's close (or at the last close of all, `release`).
+    public func flush(handle: UInt64, pid: Int32 = 0) throws {
         guard let file = handles.get(handle), file.writes, case .writer(let writer) = file.state else { return }
+        guard closesItsOwnOpen(file, thread: pid) else { return }
         try close(writer)
+    }
+
+    /// Whether a close by thread `thread` is one of `file`'s opener, or stands for it:
+    /// unknown processes do, file servers do (the kernel's nfsd closes from whichever
+    /// of its threads), and any process once the opener no longer runs (a daemon that
+    /// forked and left its child the file).
+    private func closesItsOwnOpen(_ file: OpenFile, thread: Int32) -> Bool {
+        guard file.opener != 0, thread != 0, thread != file.opener,
+              let process = Processes.process(ofThread: thread), process != file.opener,
+              !FileServers.isServer(thread) else { return true }
+        return !Processes.isRunning(file.opener)
     }
 
     func close(_ writer: Writer) throws {

@@ -9,8 +9,9 @@ extension FileSystem {
     /// Creates a file: a plain file of its folder from the first moment (so that a
     /// tool that creates, closes empty and reopens finds it), which becomes a photo at a
     /// close if it holds one (`Writing/Arrival.swift`). Opens it when `open` (create(2)).
+    /// `pid`: the thread that creates (0: unknown), as for `open`.
     public func create(parent: UInt64, name bytes: [UInt8], mode: UInt32, flags: Int32,
-                       open: Bool = true) throws -> (Attributes, Opened?) {
+                       open: Bool = true, pid: Int32 = 0) throws -> (Attributes, Opened?) {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
@@ -39,7 +40,7 @@ extension FileSystem {
         let writer = writers.writer(for: UInt64(id)) { Writer(ino: UInt64(id), target: .plain(id), bytes: .own(bytesFile)) }
         writer.withLock { writer.unfinished = true }
         writer.opened()
-        return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false, name: name))
+        return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false, name: name, pid: pid))
     }
 
     /// mknod: regular files only (NFS servers create files this way), as create without
@@ -55,8 +56,9 @@ extension FileSystem {
 
     /// Opens inode `ino` through the kernel inode `node` (its node id; the current one
     /// when not said, see `KernelNodes`).
-    /// `pid`: the process that opens (0: unknown), since file servers never start
-    /// passthrough (`FileServers`).
+    /// `pid`: the thread that opens (0: unknown), since file servers never start
+    /// passthrough (`FileServers`) and only its process's close saves what it writes
+    /// (`flush`).
     public func open(_ ino: UInt64, node: UInt64? = nil, flags: Int32, pid: Int32 = 0) throws -> Opened {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         let node = node ?? kernelNodes.node(of: ino)
@@ -67,7 +69,7 @@ extension FileSystem {
         }
         switch item {
         case .asset(let asset):
-            if writing { return try openForWriting(asset, ino: ino, node: node, truncate: flags & O_TRUNC != 0) }
+            if writing { return try openForWriting(asset, ino: ino, node: node, truncate: flags & O_TRUNC != 0, pid: pid) }
             // Reads see the bytes being written while a photo has new ones pending.
             if let writer = writers.get(UInt64(asset.id)), writer.showsPendingBytes {
                 writer.opened()
@@ -83,7 +85,7 @@ extension FileSystem {
                 try checkWritable()
                 let writer = try plainWriter(file, ino: ino)
                 writer.opened()
-                let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name)
+                let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name, pid: pid)
                 if flags & O_TRUNC != 0 {
                     do { try truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
                 }
@@ -117,14 +119,14 @@ extension FileSystem {
 
     /// Opens a photo for writing: its next version, written to a private copy made at the
     /// first write (or at once with O_TRUNC), committed at a close.
-    func openForWriting(_ asset: Asset, ino: UInt64, node: UInt64, truncate: Bool) throws -> Opened {
+    func openForWriting(_ asset: Asset, ino: UInt64, node: UInt64, truncate: Bool, pid: Int32) throws -> Opened {
         try checkWritable()
         try Rules.writeInto(asset)
         let writer = writers.writer(forAsset: asset.id)
         writer.opened()
         // In the handle table first: a writer may wait there for readers to close, and
         // truncates nothing if they do not.
-        let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name)
+        let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name, pid: pid)
         if truncate {
             do { try self.truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
         }
