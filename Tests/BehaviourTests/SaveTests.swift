@@ -420,6 +420,38 @@ struct SaveTests {
         try f.expectPKept()
     }
 
+    /// An emptied photo moves as the empty file it shows (the plain-directory oracle
+    /// found each of these showing the whole photo): renamed, it stays empty; renamed
+    /// over another photo, it is no photo (EINVAL, both unchanged); renamed to a hidden
+    /// name, that name is an empty plain file, and the photo, out of the album, stays
+    /// emptied where it still is (its other names, as a truncated file's other links)
+    /// until photo bytes come or its minute ends.
+    @Test(arguments: Kind.allCases)
+    func anEmptiedPhotoMovesAsTheEmptyFileItShows(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/B.jpg", Fixture.photoB)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.close(h)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/Q.jpg")
+        #expect(try f.fs.stat("Albums/Trip/Q.jpg").size == 0)
+        #expect(try f.fs.get("Albums/Trip/Q.jpg") == [])
+        #expect(f.fs.errno { try f.fs.rename("Albums/Trip/Q.jpg", "Albums/Trip/B.jpg") } == EINVAL)
+        #expect(try f.fs.get("Albums/Trip/B.jpg") == Fixture.photoB)
+        #expect(try f.fs.stat("Albums/Trip/Q.jpg").size == 0)
+        try f.fs.rename("Albums/Trip/Q.jpg", "Albums/Trip/.Q.jpg.bak")
+        let hidden = try f.fs.stat("Albums/Trip/.Q.jpg.bak")
+        #expect(hidden.size == 0, "\(hidden)")
+        #expect(try f.fs.get("Albums/Trip/.Q.jpg.bak") == [])
+        #expect(try f.names("Albums/Trip") == [".Q.jpg.bak", "B.jpg"])
+        #expect(try f.fs.stat("Albums/Other/P.jpg").size == 0)
+        // Its bytes written back where it still is (ImageMagick's second step): the
+        // photo shows them, as the same version, and the hidden file stays empty.
+        try f.fs.put("Albums/Other/P.jpg", Fixture.photoP)
+        #expect(try f.fs.get("All Photos/P.jpg") == Fixture.photoP)
+        #expect(try f.fs.get("Albums/Trip/.Q.jpg.bak") == [])
+        #expect(try f.versions() == 1)
+    }
+
     /// Bytes that are no photo closed into an emptied photo are refused, and the photo
     /// shows its version again: its size and its bytes agree.
     @Test(arguments: Kind.allCases)

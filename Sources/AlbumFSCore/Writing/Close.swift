@@ -118,6 +118,12 @@ extension FileSystem {
         }
     }
 
+    /// Whether photo `asset` shows empty now (`Writer.Phase.emptied`).
+    func isEmptied(_ asset: Int64) -> Bool {
+        guard let writer = writers.get(UInt64(asset)), case .emptied = writer.withLock({ writer.phase }) else { return false }
+        return true
+    }
+
     /// The emptied photo `asset` shows its current version again now, if no handle is
     /// open on it. A writer that is committing (a close landing this very photo's
     /// version, inside its `io`) is not emptied, and its `io` is never taken here.

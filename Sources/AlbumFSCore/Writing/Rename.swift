@@ -133,6 +133,9 @@ extension FileSystem {
     /// photo gets these bytes as its next version, and this entry goes (a temporary photo
     /// made by a close moments ago leaves no trace). To a hidden or junk name, the entry
     /// becomes a plain file with these bytes, and the photo leaves as `rm` would take it.
+    /// An emptied photo (truncated and closed, `Writer.Phase.emptied`) moves as the
+    /// empty file it shows: over a photo it is no photo (EINVAL), to a hidden name an
+    /// empty plain file, and it claims no name a save vacated.
     private func moveAsset(_ asset: Asset, from: Item, name: String, to: Item, newName: String, replacing target: Item?) throws {
         let fromKind = Rules.Folder(from), toKind = Rules.Folder(to)
         if asset.isTrashed, fromKind != .recentlyDeleted {
@@ -150,13 +153,18 @@ extension FileSystem {
         default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
         }
         let entries = [(from.ino, name), (to.ino, newName)]
+        let emptied = isEmptied(asset.id)
 
         if Names.staysPlain(newName) {
-            return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
+            return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain,
+                                      empty: emptied)
+        }
+        if emptied, let over {
+            throw FSError(EINVAL, "refused to put \(name) over \(over.name): \(name) was emptied (truncated to nothing), and an empty file is no photo; both are unchanged")
         }
 
         // Over another photo, or onto the name a photo left moments ago: a save.
-        let vacated = over == nil && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
+        let vacated = over == nil && !emptied && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
         let claimed = try vacated.flatMap { v in try library.asset(id: v.asset) }.flatMap { $0.id != asset.id && !$0.isTrashed ? $0 : nil }
         if let photo = over ?? claimed {
             let removal = try Rules.remove(from: fromKind, name: name, folderName: from.displayName)
@@ -250,15 +258,33 @@ extension FileSystem {
 
     /// A photo's entry renamed to a hidden or junk name (`.P.jpg.bak`) becomes a plain
     /// file with its bytes there, and the photo leaves `from` as `rm` would take it.
+    /// `empty`: the photo was emptied; the plain file is empty, as the photo showed.
+    /// The photo stays emptied wherever it still is, as the other links of a file
+    /// truncated on a disk stay empty (until its minute ends or photo bytes come).
     private func hidePhotoEntry(_ asset: Asset, from: Item, name: String, to: Item, newName: String,
-                                replacing replacedPlain: PlainFile?) throws {
+                                replacing replacedPlain: PlainFile?, empty: Bool) throws {
         try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
         let removal = try Rules.remove(from: Rules.Folder(from), name: name, folderName: from.displayName)
-        try library.write { tx in
-            if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
-            try remove(asset, as: name, by: removal, tx)
-            try tx.createPlainFile(named: newName, in: to.ino, mode: asset.mode ?? Self.defaultFileMode, blob: asset.sha256,
-                                   mtimeNs: asset.mtimeNanoseconds)
+        let emptyFile = empty ? try newInodeNumber() : nil
+        if let emptyFile {
+            _ = try explained("cannot make \(newName)") {
+                try library.files.open(.plainFile(emptyFile), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+            }
+        }
+        do {
+            try library.write { tx in
+                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                try remove(asset, as: name, by: removal, tx)
+                let mode = asset.mode ?? Self.defaultFileMode
+                if let emptyFile {
+                    try tx.createPlainFile(named: newName, in: to.ino, mode: mode, id: emptyFile, mtimeNs: nowNanoseconds())
+                } else {
+                    try tx.createPlainFile(named: newName, in: to.ino, mode: mode, blob: asset.sha256, mtimeNs: asset.mtimeNanoseconds)
+                }
+            }
+        } catch {
+            if let emptyFile { discard(.plainFile(emptyFile)) }
+            throw error
         }
         if let replacedPlain { removePlainBytes(replacedPlain) }
         if from.ino == to.ino && Rules.keepsSaves(Rules.Folder(from)) {
