@@ -188,7 +188,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
                 }
             }
             if fi != nil { changes.handle = shim_fi_fh(fi) }
-            b.replyAttr(req, b.fs.kernelView(try b.fs.setattr(b.ino(ino), changes), node: ino).attributes)
+            b.replyAttr(req, b.fs.kernelView(try b.fs.setattr(b.ino(ino), node: ino, changes), node: ino).attributes)
         }
     }
     ops.setxattr = { req, ino, name, value, size, flags in

@@ -452,6 +452,25 @@ struct SaveTests {
         #expect(try f.versions() == 1)
     }
 
+    /// truncate(1) by path of a photo a viewer holds open: `stat` shows the new size (the
+    /// plain-directory oracle found the old one, the size of the version the viewer's
+    /// kernel inode reads in passthrough), and the viewer reads the version it opened.
+    @Test(arguments: Kind.allCases)
+    func truncateByPathWhileAViewerReadsShowsTheNewSize(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let viewer = try f.fs.open("Albums/Trip/P.jpg", O_RDONLY, mode: 0)
+        #expect(try f.fs.read(viewer, count: 4, at: 0) == Array(Fixture.photoP[..<4]))
+        try f.fs.truncate("Albums/Trip/P.jpg", to: 0)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 0)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == [])
+        #expect(try f.fs.read(viewer, count: Fixture.photoP.count + 10, at: 0) == Fixture.photoP)
+        try f.fs.close(viewer)
+        // Its bytes back (ImageMagick's second step): the same version, nothing new.
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoP)
+        #expect(try f.fs.stat("Albums/Other/P.jpg").size == Int64(Fixture.photoP.count))
+        #expect(try f.versions() == 1)
+    }
+
     /// Bytes that are no photo closed into an emptied photo are refused, and the photo
     /// shows its version again: its size and its bytes agree.
     @Test(arguments: Kind.allCases)

@@ -39,6 +39,8 @@ public protocol Driver: AnyObject {
     func write(_ handle: Int, _ bytes: [UInt8], at offset: Int64) throws
     func read(_ handle: Int, count: Int, at offset: Int64) throws -> [UInt8]
     func truncate(_ handle: Int, to size: Int64) throws
+    /// truncate(2) by path.
+    func truncate(_ path: String, to size: Int64) throws
     /// fallocate(2) of a handle (`mode` as in linux/falloc.h).
     func fallocate(_ handle: Int, mode: Int32, offset: Int64, length: Int64) throws
     func setMtime(_ handle: Int, nanoseconds: Int64) throws
@@ -215,6 +217,10 @@ public final class CoreDriver: Driver {
     public func truncate(_ h: Int, to size: Int64) throws {
         let (ino, handle) = try handle(h)
         _ = try attempt("ftruncate") { try fs.setattr(ino, .init(size: size, handle: handle)) }
+    }
+
+    public func truncate(_ path: String, to size: Int64) throws {
+        _ = try attempt("truncate \(path)") { try fs.setattr(try resolve(path), .init(size: size)) }
     }
 
     public func fallocate(_ h: Int, mode: Int32, offset: Int64, length: Int64) throws {
@@ -394,6 +400,7 @@ public final class MountDriver: Driver {
     }
 
     public func truncate(_ h: Int, to size: Int64) throws { try check(Int(ftruncate(try fd(h), off_t(size))), "ftruncate") }
+    public func truncate(_ path: String, to size: Int64) throws { try check(Int(Glibc.truncate(full(path), off_t(size))), "truncate \(path)") }
 
     public func fallocate(_ h: Int, mode: Int32, offset: Int64, length: Int64) throws {
         do {

@@ -326,7 +326,8 @@ extension FileSystem {
     /// succeeds and changes nothing, so that `cp -p` and `rsync -a` work. A mode is kept
     /// (under the mount's umask, set-id bits never); a size change of a photo is a new
     /// version (to nothing: emptied, see `Writer`); an mtime is kept.
-    public func setattr(_ ino: UInt64, _ changes: AttributeChanges) throws -> Attributes {
+    /// `node`: the kernel inode it is asked through (the current one when not said).
+    public func setattr(_ ino: UInt64, node: UInt64? = nil, _ changes: AttributeChanges) throws -> Attributes {
         if let size = changes.size, size < 0 { throw FSError(EINVAL, "a negative length", logged: false) }
         if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil { try checkWritable() }
         // Not every change here is a row, or a row a listing reads (a plain file cut short
@@ -342,6 +343,15 @@ extension FileSystem {
         case .asset(let asset):
             if let size = changes.size {
                 try Rules.writeInto(asset)
+                // truncate(2) by path of a photo that readers hold in passthrough: those
+                // keep the version they opened (and their kernel inode its size), so the
+                // change is made on a new kernel inode, which the kernel looks up when
+                // truncate fails with ESTALE (do_sys_truncate retries once with
+                // LOOKUP_REVAL, as open does): `stat` then shows the new size.
+                let node = node ?? kernelNodes.node(of: ino)
+                if changes.handle == nil, handles.inPassthrough(node) {
+                    throw openElsewhere(ino, from: node, asset.name, reserve: true)
+                }
                 let writer = writers.writer(forAsset: asset.id)
                 writer.opened()
                 defer { release(writer) }
