@@ -97,7 +97,9 @@ def step():
             return 'mv %s %s' % (a, b), lambda root: os.rename(at(root, a), at(root, b))
 
         def copy(root):
-            if is_photo(at(plain, a)) and os.path.dirname(a) != os.path.dirname(b):
+            # Into a folder named as the target (`cp d1/b.jpg d2` puts d2/b.jpg).
+            target = os.path.join(b, os.path.basename(a)) if os.path.isdir(at(plain, b)) else b
+            if is_photo(at(plain, a)) and os.path.dirname(os.path.normpath(a)) != os.path.dirname(os.path.normpath(target)):
                 return 'a photo into another folder: not copied'
             return shutil.copy2(at(root, a), at(root, b)) and None
         return 'cp -p %s %s' % (a, b), copy
