@@ -20,9 +20,10 @@ final class OpenFile: Sendable {
     /// reading a photo while an editor writes it) shares the writer but is no writer:
     /// its close commits nothing, as closing a reader changes nothing on a disk.
     let writes: Bool
-    /// The process that opened it (0: not known). A copy of the descriptor that another
+    /// The thread that opened it (0: not known). A copy of the descriptor that another
     /// process closes (a child forked while it was open) is no close of this open
-    /// (`FileSystem.flush`).
+    /// (`FileSystem.flush`). The thread, not its process: most files are closed by the
+    /// thread that opened them, which then costs no look into /proc.
     let opener: Int32
 
     init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached, writes: Bool, opener: Int32 = 0) {
@@ -315,12 +316,11 @@ extension FileSystem {
 
     /// Adds an open file to the handle table: its handle, with the mode decided there.
     /// `node`: the kernel inode it is opened through (the current one when not said).
-    /// `pid`: the thread that opens (0: unknown), whose process is a writer's opener.
+    /// `pid`: the thread that opens (0: unknown), a writer's opener.
     func opened(ino: UInt64, node: UInt64? = nil, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
                 name: @autoclosure () -> String, pid: Int32 = 0) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
-        let opener = readOnly ? 0 : Processes.process(ofThread: pid) ?? 0
-        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: opener) else {
+        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: readOnly ? 0 : pid) else {
             if case .writer(let writer) = state { release(writer) }
             throw openElsewhere(ino, from: node, name(), reserve: true)
         }

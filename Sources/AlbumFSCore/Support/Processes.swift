@@ -17,9 +17,4 @@ enum Processes {
         }
         return nil
     }
-
-    /// Whether process `pid` still runs (a zombie that has closed its files counts as run).
-    static func isRunning(_ pid: Int32) -> Bool {
-        kill(pid, 0) == 0 || errno == EPERM
-    }
 }

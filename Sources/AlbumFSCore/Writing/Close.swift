@@ -20,15 +20,15 @@ extension FileSystem {
         try close(writer)
     }
 
-    /// Whether a close by thread `thread` is one of `file`'s opener, or stands for it:
-    /// unknown processes do, file servers do (the kernel's nfsd closes from whichever
-    /// of its threads), and any process once the opener no longer runs (a daemon that
-    /// forked and left its child the file).
+    /// Whether a close by thread `thread` is one of `file`'s opener's process, or stands
+    /// for it: a close whose process or opener /proc cannot name does (an opening
+    /// thread that has ended: a daemon that forked and left its child the file), and
+    /// a file server's does (the kernel's nfsd closes from whichever of its threads).
     private func closesItsOwnOpen(_ file: OpenFile, thread: Int32) -> Bool {
         guard file.opener != 0, thread != 0, thread != file.opener,
-              let process = Processes.process(ofThread: thread), process != file.opener,
-              !FileServers.isServer(thread) else { return true }
-        return !Processes.isRunning(file.opener)
+              let closing = Processes.process(ofThread: thread),
+              let opening = Processes.process(ofThread: file.opener) else { return true }
+        return closing == opening || FileServers.isServer(thread)
     }
 
     func close(_ writer: Writer) throws {
