@@ -452,6 +452,38 @@ struct SaveTests {
         #expect(try f.versions() == 1)
     }
 
+    /// A photo renamed while a handle is still writing into it moves with those bytes,
+    /// as a file does on a disk (the plain-directory oracle found the old version there):
+    /// to a name that stays plain (an editor's swap file), that file holds what was
+    /// written and what the handle writes after, and the photo keeps its version where
+    /// it still is; cut to nothing, over another photo, it is no photo (EINVAL).
+    @Test(arguments: Kind.allCases)
+    func aPhotoRenamedWhileBeingWrittenTakesTheBytesBeingWritten(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.truncate(h, to: 0)
+        try f.fs.write(h, Fixture.text, at: 0)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/.P.jpg.swp")
+        let more = Array("more notes\n".utf8)
+        try f.fs.write(h, more, at: Int64(Fixture.text.count))
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/.P.jpg.swp") == Fixture.text + more)
+        #expect(try f.fs.stat("Albums/Trip/.P.jpg.swp").size == Int64(Fixture.text.count + more.count))
+        #expect(try f.names("Albums/Trip") == [".P.jpg.swp"])
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoP)
+        #expect(try f.versions() == 1)
+
+        try f.fs.put("Albums/Other/B.jpg", Fixture.photoB)
+        let g = try f.fs.open("Albums/Other/P.jpg", O_RDWR, mode: 0)
+        try f.fs.truncate(g, to: 0)
+        #expect(f.fs.errno { try f.fs.rename("Albums/Other/P.jpg", "Albums/Other/B.jpg") } == EINVAL)
+        #expect(try f.fs.get("Albums/Other/B.jpg") == Fixture.photoB)
+        try f.fs.write(g, Fixture.photoP, at: 0)
+        try f.fs.close(g)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoP)
+        #expect(try f.versions() == 1)
+    }
+
     /// truncate(1) by path of a photo a viewer holds open: `stat` shows the new size (the
     /// plain-directory oracle found the old one, the size of the version the viewer's
     /// kernel inode reads in passthrough), and the viewer reads the version it opened.

@@ -124,6 +124,14 @@ extension FileSystem {
         return true
     }
 
+    /// Whether photo `asset` shows no bytes now: emptied, or cut to nothing by a handle
+    /// still writing it.
+    func showsNoBytes(_ asset: Int64) -> Bool {
+        if isEmptied(asset) { return true }
+        guard let writer = writers.get(UInt64(asset)), writer.pendingCopy() != nil, let fd = writer.readable().0 else { return false }
+        return (try? fd.size()) == 0
+    }
+
     /// The emptied photo `asset` shows its current version again now, if no handle is
     /// open on it. A writer that is committing (a close landing this very photo's
     /// version, inside its `io`) is not emptied, and its `io` is never taken here.

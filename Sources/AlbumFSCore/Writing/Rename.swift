@@ -135,7 +135,8 @@ extension FileSystem {
     /// becomes a plain file with these bytes, and the photo leaves as `rm` would take it.
     /// An emptied photo (truncated and closed, `Writer.Phase.emptied`) moves as the
     /// empty file it shows: over a photo it is no photo (EINVAL), to a hidden name an
-    /// empty plain file, and it claims no name a save vacated.
+    /// empty plain file, and it claims no name a save vacated; so does one that a handle
+    /// still writing it has cut to nothing.
     private func moveAsset(_ asset: Asset, from: Item, name: String, to: Item, newName: String, replacing target: Item?) throws {
         let fromKind = Rules.Folder(from), toKind = Rules.Folder(to)
         if asset.isTrashed, fromKind != .recentlyDeleted {
@@ -154,17 +155,18 @@ extension FileSystem {
         }
         let entries = [(from.ino, name), (to.ino, newName)]
         let emptied = isEmptied(asset.id)
+        let showsNoBytes = showsNoBytes(asset.id)
 
         if Names.staysPlain(newName) {
             return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain,
                                       empty: emptied)
         }
-        if emptied, let over {
-            throw FSError(EINVAL, "refused to put \(name) over \(over.name): \(name) was emptied (truncated to nothing), and an empty file is no photo; both are unchanged")
+        if showsNoBytes, let over {
+            throw FSError(EINVAL, "refused to put \(name) over \(over.name): \(name) was truncated to nothing, and an empty file is no photo; both are unchanged")
         }
 
         // Over another photo, or onto the name a photo left moments ago: a save.
-        let vacated = over == nil && !emptied && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
+        let vacated = over == nil && !showsNoBytes && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
         let claimed = try vacated.flatMap { v in try library.asset(id: v.asset) }.flatMap { $0.id != asset.id && !$0.isTrashed ? $0 : nil }
         if let photo = over ?? claimed {
             let removal = try Rules.remove(from: fromKind, name: name, folderName: from.displayName)
@@ -257,34 +259,60 @@ extension FileSystem {
     }
 
     /// A photo's entry renamed to a hidden or junk name (`.P.jpg.bak`) becomes a plain
-    /// file with its bytes there, and the photo leaves `from` as `rm` would take it.
-    /// `empty`: the photo was emptied; the plain file is empty, as the photo showed.
-    /// The photo stays emptied wherever it still is, as the other links of a file
-    /// truncated on a disk stay empty (until its minute ends or photo bytes come).
+    /// file there, and the photo leaves `from` as `rm` would take it. The plain file
+    /// holds the bytes the name showed:
+    /// - the photo's current version (it shares the blob);
+    /// - nothing, when the photo was emptied and no handle has it open (`empty`); the
+    ///   photo stays emptied wherever it still is, as a truncated file's other links
+    ///   stay empty (until photo bytes come or its minute ends);
+    /// - the bytes handles are still writing into it, which go with the name, as a
+    ///   file's do on a disk: the writer's private copy becomes the plain file's bytes
+    ///   (linked there, its staging name removed), the writer becomes the plain file's
+    ///   (its handles write on into it, its close is a plain file's), and the photo,
+    ///   with no writer left, shows its last version where it still is.
     private func hidePhotoEntry(_ asset: Asset, from: Item, name: String, to: Item, newName: String,
                                 replacing replacedPlain: PlainFile?, empty: Bool) throws {
         try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
         let removal = try Rules.remove(from: Rules.Folder(from), name: name, folderName: from.displayName)
-        let emptyFile = empty ? try newInodeNumber() : nil
-        if let emptyFile {
-            _ = try explained("cannot make \(newName)") {
-                try library.files.open(.plainFile(emptyFile), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
-            }
-        }
-        do {
-            try library.write { tx in
-                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
-                try remove(asset, as: name, by: removal, tx)
-                let mode = asset.mode ?? Self.defaultFileMode
-                if let emptyFile {
-                    try tx.createPlainFile(named: newName, in: to.ino, mode: mode, id: emptyFile, mtimeNs: nowNanoseconds())
-                } else {
-                    try tx.createPlainFile(named: newName, in: to.ino, mode: mode, blob: asset.sha256, mtimeNs: asset.mtimeNanoseconds)
+        let writer = writers.get(UInt64(asset.id))
+        // Inside the writer's `io`: no close commits those bytes meanwhile.
+        let handedOver: Bool = try withIO(writer) {
+            let pending = writer?.pendingCopy()
+            let own = pending != nil || empty ? try newInodeNumber() : nil
+            if let own {
+                try explained("cannot make \(newName)") {
+                    if let pending {
+                        try library.files.link(pending, to: .plainFile(own))
+                    } else {
+                        _ = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+                    }
+                    try library.files.syncFolder(.plainFiles)
                 }
             }
-        } catch {
-            if let emptyFile { discard(.plainFile(emptyFile)) }
-            throw error
+            do {
+                try library.write { tx in
+                    if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                    try remove(asset, as: name, by: removal, tx)
+                    let mode = asset.mode ?? Self.defaultFileMode
+                    if let own {
+                        try tx.createPlainFile(named: newName, in: to.ino, mode: mode, id: own, mtimeNs: nowNanoseconds())
+                    } else {
+                        try tx.createPlainFile(named: newName, in: to.ino, mode: mode, blob: asset.sha256, mtimeNs: asset.mtimeNanoseconds)
+                    }
+                }
+            } catch {
+                if let own { discard(.plainFile(own)) }
+                throw error
+            }
+            if let pending, let own, let writer {
+                writer.becamePlain(own)
+                writers.becamePlain(writer, own)
+                discard(pending)
+            }
+            return pending != nil
+        }
+        if handedOver {
+            Log.info("\(name) was renamed to \(newName) while being written: the bytes being written are that plain file's, and \(asset.name) shows its last version")
         }
         if let replacedPlain { removePlainBytes(replacedPlain) }
         if from.ino == to.ino && Rules.keepsSaves(Rules.Folder(from)) {

@@ -206,6 +206,32 @@ final class Writer: @unchecked Sendable {
 
     func removed() { withLock { phase = .removed } }
 
+    /// The private copy that open handles are writing, while it holds bytes the photo
+    /// shows and no close has saved (written, emptied, or refused or failed at a
+    /// close); nil otherwise. Inside `io`.
+    func pendingCopy() -> LibraryPath? {
+        withLock {
+            guard openCount > 0, case .copy(_, let path) = bytes, case .asset = target else { return nil }
+            switch phase {
+            case .dirty, .emptied, .refused, .failed: return path
+            case .clean, .committing, .removed: return nil
+            }
+        }
+    }
+
+    /// The photo's name it was writing became plain file `id`, whose bytes are now this
+    /// copy (a second link to it, made by the caller): from here on it is that file's
+    /// writer, written in place, as if the file had been opened so. Bytes lost to a
+    /// failed write stay lost. Inside `io`.
+    func becamePlain(_ id: Int64) {
+        withLock {
+            target = .plain(id)
+            if case .copy(let fd, _) = bytes { bytes = .own(fd) }
+            stream = nil
+            if case .failed = phase {} else { phase = .dirty }
+        }
+    }
+
     // MARK: closing
 
     /// What a close has to do, taken under the lock: nothing, report an earlier failure,
@@ -405,8 +431,13 @@ final class WriterTable: Sendable {
     /// now), it is that photo's writer from now on, unless the photo has one already;
     /// then it stays where it is, and its handles' next writes are still that photo's
     /// next version at their close. Under the same number, nothing changes.
-    func becameAsset(_ writer: Writer, _ asset: Int64) {
-        let key = UInt64(asset)
+    func becameAsset(_ writer: Writer, _ asset: Int64) { rekey(writer, to: UInt64(asset)) }
+
+    /// A writer whose photo's name became plain file `id` (`Writer.becamePlain`): that
+    /// file's writer from now on.
+    func becamePlain(_ writer: Writer, _ id: Int64) { rekey(writer, to: UInt64(id)) }
+
+    private func rekey(_ writer: Writer, to key: UInt64) {
         table.withLock { table in
             guard table.byIno[key] == nil, let old = table.byIno.first(where: { $0.value === writer })?.key else { return }
             table.byIno.removeValue(forKey: old)
