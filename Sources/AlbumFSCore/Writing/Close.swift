@@ -118,17 +118,12 @@ extension FileSystem {
         }
     }
 
-    /// Whether photo `asset` shows empty now (`Writer.Phase.emptied`).
-    func isEmptied(_ asset: Int64) -> Bool {
-        guard let writer = writers.get(UInt64(asset)), case .emptied = writer.withLock({ writer.phase }) else { return false }
-        return true
-    }
-
-    /// Whether photo `asset` shows no bytes now: emptied, or cut to nothing by a handle
-    /// still writing it.
+    /// Whether photo `asset` shows no bytes now: emptied (`Writer.Phase.emptied`), or
+    /// cut to nothing by a handle still writing it.
     func showsNoBytes(_ asset: Int64) -> Bool {
-        if isEmptied(asset) { return true }
-        guard let writer = writers.get(UInt64(asset)), writer.pendingCopy() != nil, let fd = writer.readable().0 else { return false }
+        guard let writer = writers.get(UInt64(asset)) else { return false }
+        if writer.isEmptied { return true }
+        guard writer.pendingCopy() != nil, let fd = writer.readable().0 else { return false }
         return (try? fd.size()) == 0
     }
 
@@ -136,7 +131,7 @@ extension FileSystem {
     /// open on it. A writer that is committing (a close landing this very photo's
     /// version, inside its `io`) is not emptied, and its `io` is never taken here.
     func endEmptied(ofAsset asset: Int64, because reason: String) {
-        guard let writer = writers.get(UInt64(asset)), case .emptied = writer.withLock({ writer.phase }) else { return }
+        guard let writer = writers.get(UInt64(asset)), writer.isEmptied else { return }
         endEmptied(writer, now: nowNanoseconds(), after: 0, because: reason)
     }
 

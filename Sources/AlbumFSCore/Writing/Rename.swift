@@ -154,12 +154,10 @@ extension FileSystem {
         default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
         }
         let entries = [(from.ino, name), (to.ino, newName)]
-        let emptied = isEmptied(asset.id)
         let showsNoBytes = showsNoBytes(asset.id)
 
         if Names.staysPlain(newName) {
-            return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain,
-                                      empty: emptied)
+            return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
         }
         if showsNoBytes, let over {
             throw FSError(EINVAL, "refused to put \(name) over \(over.name): \(name) was truncated to nothing, and an empty file is no photo; both are unchanged")
@@ -262,7 +260,7 @@ extension FileSystem {
     /// file there, and the photo leaves `from` as `rm` would take it. The plain file
     /// holds the bytes the name showed:
     /// - the photo's current version (it shares the blob);
-    /// - nothing, when the photo was emptied and no handle has it open (`empty`); the
+    /// - nothing, when the photo was emptied and no handle has it open; the
     ///   photo stays emptied wherever it still is, as a truncated file's other links
     ///   stay empty (until photo bytes come or its minute ends);
     /// - the bytes handles are still writing into it, which go with the name, as a
@@ -271,14 +269,14 @@ extension FileSystem {
     ///   (its handles write on into it, its close is a plain file's), and the photo,
     ///   with no writer left, shows its last version where it still is.
     private func hidePhotoEntry(_ asset: Asset, from: Item, name: String, to: Item, newName: String,
-                                replacing replacedPlain: PlainFile?, empty: Bool) throws {
+                                replacing replacedPlain: PlainFile?) throws {
         try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
         let removal = try Rules.remove(from: Rules.Folder(from), name: name, folderName: from.displayName)
         let writer = writers.get(UInt64(asset.id))
         // Inside the writer's `io`: no close commits those bytes meanwhile.
         let handedOver: Bool = try withIO(writer) {
             let pending = writer?.pendingCopy()
-            let own = pending != nil || empty ? try newInodeNumber() : nil
+            let own = pending != nil || writer?.isEmptied == true ? try newInodeNumber() : nil
             if let own {
                 try explained("cannot make \(newName)") {
                     if let pending {

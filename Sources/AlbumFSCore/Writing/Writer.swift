@@ -391,6 +391,8 @@ final class Writer: @unchecked Sendable {
 
     var isDirty: Bool { withLock { phase == .dirty } }
 
+    var isEmptied: Bool { withLock { if case .emptied = phase { return true } else { return false } } }
+
     /// The size of the photo a clone stands for, while it does.
     var cloneSize: Int64? { withLock { cloneOf?.size } }
 }
