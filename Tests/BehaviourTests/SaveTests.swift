@@ -294,9 +294,10 @@ struct SaveTests {
     /// One program writes into the photo while another saves it by rename (a temporary
     /// file renamed over it): the rename wins the name, as on a disk, where the writer
     /// would be left writing a file no name leads to. Its bytes are never saved; its
-    /// handle still writes; its close is no error. (On a mount its handle shares the
-    /// photo's kernel inode, whose size is the new version's: what it reads back is not
-    /// checked.)
+    /// handle still writes; its close is no error, and what it wrote is never shown: not
+    /// to an open made while it is open, nor after its close. (On a mount its handle
+    /// shares the photo's kernel inode, whose size is the new version's: what it reads
+    /// back is not checked.)
     @Test(arguments: Kind.allCases)
     func aSaveByRenameSupersedesBytesBeingWrittenIntoThePhoto(_ kind: Kind) throws {
         let f = try Fixture(kind)
@@ -308,6 +309,10 @@ struct SaveTests {
         #expect(try f.fs.stat("Albums/Other/P.jpg").size == Int64(Fixture.photoA.count))
         #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
         try f.fs.write(writer, Array("xyz".utf8), at: 0)
+        // On a mount the kernel keeps those bytes in the pages of the handle's kernel
+        // inode; a new open, while the handle is open, must not read them.
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA, "the saved version, while the superseded handle is open")
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count))
         try f.fs.close(writer)
         #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
         #expect(try f.versions() == 2)

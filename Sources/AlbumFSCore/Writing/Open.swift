@@ -223,8 +223,21 @@ extension FileSystem {
             }
             writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: try writableBytes(writer))
             changedThroughAnotherNumber(file.ino, writer)
+            wroteSuperseded(writer)
             return n
         }
+    }
+
+    /// Bytes written through a handle whose writer a save by rename superseded
+    /// (`supersedePendingBytes`): never saved, but the kernel keeps them in the pages of
+    /// the handle's kernel inode, which the photo's next open may share (while the handle
+    /// is still open, or before its release reached the daemon). That open starts
+    /// without cached pages, and the photo's size is asked again.
+    func wroteSuperseded(_ writer: Writer) {
+        let (phase, target) = writer.withLock { (writer.phase, writer.target) }
+        guard phase == .removed, case .asset(let id) = target else { return }
+        contentChanged(asset: id)
+        invalidate([.attributes(UInt64(id))])
     }
 
     /// Bytes changed through a handle of another inode number than the one the file is
