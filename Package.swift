@@ -24,13 +24,15 @@ let package = Package(
         .target(name: "CExiv2", linkerSettings: [.linkedLibrary("exiv2")]),
         // The kernel's INIT answered by hand (protocol logic in C, not in a header).
         .target(name: "CFuseInit", dependencies: ["CFuse"]),
+        // FUSE over io_uring under libfuse 3.14 (liburing; see ring.c).
+        .target(name: "CFuseRing", dependencies: ["CFuse"], linkerSettings: [.linkedLibrary("uring")]),
 
         // Storage core: library layout, schema, blobs, import, albums, trash, versions.
         .target(name: "AlbumCore", dependencies: ["CSQLite", "CCrypto", "CVips", "CAV", "CSystem", "CExiv2", "CPostgres"]),
         // Filesystem core: the namespace, inode numbers, what each operation means.
         .target(name: "AlbumFSCore", dependencies: ["AlbumCore"], exclude: ["Writing/README.md"]),
         // The only code that imports libfuse.
-        .target(name: "FuseBridge", dependencies: ["AlbumFSCore", "AlbumCore", "CFuse", "CFuseInit"]),
+        .target(name: "FuseBridge", dependencies: ["AlbumFSCore", "AlbumCore", "CFuse", "CFuseInit", "CFuseRing"]),
         .executableTarget(name: "albumfs", dependencies: ["AlbumCore", "AlbumFSCore", "FuseBridge"]),
         // The benchmark (mount-scripts/bench): side-by-side ratios, never part of the tests.
         .executableTarget(name: "albumfs-bench", dependencies: ["AlbumCore"]),

@@ -28,6 +28,7 @@
 #define ALBUMFS_FUSE_HANDLE_KILLPRIV_V2 (1u << 28)
 #define ALBUMFS_FUSE_INIT_EXT (1u << 30)
 #define ALBUMFS_FUSE_PASSTHROUGH_FLAGS2 (1u << 5)   // FUSE_PASSTHROUGH, bit 37 of 64
+#define ALBUMFS_FUSE_OVER_IO_URING_FLAGS2 (1u << 9)  // FUSE_OVER_IO_URING, bit 41 of 64
 
 struct albumfs_in_header {
     uint32_t len, opcode;
@@ -50,7 +51,8 @@ _Static_assert(sizeof(struct albumfs_in_header) == 40, "fuse_in_header");
 _Static_assert(sizeof(struct albumfs_init_out) == 64, "fuse_init_out");
 _Static_assert(offsetof(struct albumfs_init_out, flags2) == 32, "fuse_init_out.flags2");
 
-int albumfs_answer_init(struct fuse_session *se, int want_passthrough, int test_fault) {
+int albumfs_answer_init(struct fuse_session *se, int want_passthrough, int want_uring, int test_fault,
+                        size_t *max_payload) {
     int fd = fuse_session_fd(se);
     // The kernel refuses reads smaller than its largest request; INIT itself is small.
     size_t size = 1 << 21;
@@ -140,8 +142,21 @@ int albumfs_answer_init(struct fuse_session *se, int want_passthrough, int test_
             reply.flags2 |= ALBUMFS_FUSE_PASSTHROUGH_FLAGS2;
             // Backing files must be on a filesystem that stacks on nothing (ext4, xfs).
             reply.max_stack_depth = 1;
-            result = ALBUMFS_INIT_PASSTHROUGH;
+            result |= ALBUMFS_INIT_PASSTHROUGH;
         }
+        // The kernel offers io_uring only when its fuse module allows it; once asked
+        // for, it holds every request until the ring's queues are registered (or a
+        // registration fails), so the caller asks only with its rings made.
+        if (want_uring && init_in.minor >= 42 && (init_in.flags2 & ALBUMFS_FUSE_OVER_IO_URING_FLAGS2)) {
+            reply.flags |= ALBUMFS_FUSE_INIT_EXT;
+            reply.flags2 |= ALBUMFS_FUSE_OVER_IO_URING_FLAGS2;
+            result |= ALBUMFS_INIT_URING;
+        }
+        // The largest request or reply body: what each ring entry's payload must hold
+        // (the kernel's own rule: max_write, max_pages pages, at least 8 KiB).
+        size_t pages = (size_t)(reply.max_pages ? reply.max_pages : 32) * (size_t)sysconf(_SC_PAGESIZE);
+        size_t largest = reply.max_write > pages ? reply.max_write : pages;
+        if (max_payload) *max_payload = largest > 8192 ? largest : 8192;
         memcpy(out + sizeof *out_header, &reply, offsetof(struct albumfs_init_out, unused));
     }
     ssize_t w;

@@ -2,6 +2,7 @@ import AlbumCore
 import AlbumFSCore
 import CFuse
 import CFuseInit
+import CFuseRing
 import Foundation
 import Glibc
 
@@ -130,23 +131,52 @@ public enum FuseMount {
         // Backing files need CAP_SYS_ADMIN: without it, asking would only cost a refused
         // ioctl at every open.
         let wantsPassthrough = request.options.passthrough ?? (geteuid() == 0)
-        let passthrough = albumfs_answer_init(session, wantsPassthrough ? 1 : 0, fault)
-        guard passthrough >= 0 else {
+        // FUSE over io_uring: its rings are made before INIT is answered, because once
+        // the reply asks for it the kernel holds every request until they are registered.
+        let offered = albumfs_ring_offered() != 0
+        var ring: OpaquePointer?
+        if request.options.ioUring != false && offered {
+            ring = albumfs_ring_prepare(session)
+            if ring == nil { Log.warning("the kernel offers FUSE over io_uring, but no io_uring could be made (\(String(cString: strerror(errno)))); requests go through /dev/fuse") }
+        } else if request.options.ioUring == true {
+            Log.warning("io_uring asked for, but this kernel does not offer FUSE over io_uring (Linux 6.14 or later, with /sys/module/fuse/parameters/enable_uring set to Y); requests go through /dev/fuse")
+        }
+        var maxPayload = 0
+        let granted = albumfs_answer_init(session, wantsPassthrough ? 1 : 0, ring != nil ? 1 : 0, fault, &maxPayload)
+        guard granted >= 0 else {
             let reason = errno == EPROTO ? "the kernel and libfuse do not agree on a protocol" : String(cString: strerror(errno))
             Log.error("the kernel's INIT could not be answered: \(reason)")
+            if let ring { albumfs_ring_discard(ring) }
             fuse_remove_signal_handlers(session)
             fuse_session_unmount(session)
             throw MountError("cannot start the FUSE session: INIT failed (\(reason))")
         }
+        let passthrough = granted & ALBUMFS_INIT_PASSTHROUGH.rawValue != 0
+        if let prepared = ring {
+            if granted & ALBUMFS_INIT_URING.rawValue == 0 {
+                albumfs_ring_discard(prepared)
+                ring = nil
+            } else if albumfs_ring_start(prepared, maxPayload) != 0 {
+                // The kernel has been told the registration failed: it serves /dev/fuse.
+                Log.warning("FUSE over io_uring could not start (\(String(cString: strerror(errno)))); requests go through /dev/fuse")
+            }
+        }
         // INIT is answered: from here the notifier may write to /dev/fuse.
         bridge.session = session
-        if passthrough == 1 {
+        if passthrough {
             fs.enablePassthrough(SessionBackingFiles(session: session))
         } else if request.options.passthrough == true {
             Log.warning("passthrough asked for, but this kernel does not offer FUSE passthrough; reads go through the daemon")
         }
-        Log.info("mounted \(request.library) on \(request.mountpoint)" + (passthrough == 1 ? " (reads in passthrough)" : ""))
+        let modes = [passthrough ? "reads in passthrough" : nil, ring != nil ? "requests through io_uring" : nil].compactMap { $0 }
+        Log.info("mounted \(request.library) on \(request.mountpoint)" + (modes.isEmpty ? "" : " (\(modes.joined(separator: ", ")))"))
         let rc = shim_loop_mt(session, 1, 8, 16)
+        if let ring {
+            let refused = albumfs_ring_refused(ring)
+            Log.info(refused != 0 ? "the kernel refused the io_uring queues (\(String(cString: strerror(refused)))); every request went through /dev/fuse"
+                                  : "\(albumfs_ring_served(ring)) requests were served through io_uring")
+            albumfs_ring_stop(ring)
+        }
         fs.stopSchedule()
         bridge.stopWaits()
         fuse_remove_signal_handlers(session)

@@ -30,6 +30,9 @@ let usage = """
       --video-mb N   size of the video for `read` (default 1024)
       --photos N     large photos for `import` and `read` (default 500; `thumbnails` uses up to 100)
       --small-photos N  small (160 KB) photos for `import` (default 2000)
+      --io-uring     turn the kernel's FUSE-over-io_uring switch on for the run (root;
+                     /sys/module/fuse/parameters/enable_uring, put back at the end): every
+                     AlbumFS mount then serves its requests through io_uring
     """
 
 var dir = "/var/tmp/albumfs-bench"
@@ -40,6 +43,7 @@ var scaleSizes = [10_000, 100_000, 1_000_000]
 var videoMB = 1024
 var photos = 500
 var smallPhotos = 2000
+var ioUring = false
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let arg = args.removeFirst()
@@ -56,6 +60,7 @@ while !args.isEmpty {
     case "--video-mb": videoMB = Int(value()) ?? videoMB
     case "--photos": photos = Int(value()) ?? photos
     case "--small-photos": smallPhotos = Int(value()) ?? smallPhotos
+    case "--io-uring": ioUring = true
     case "-h", "--help": print(usage); exit(0)
     default: selected.append(arg)
     }
@@ -71,6 +76,19 @@ guard FileManager.default.isExecutableFile(atPath: Harness.albumfs) else {
     exit(69)
 }
 
+// FUSE over io_uring is a system-wide switch of the kernel's: AlbumFS uses it whenever
+// it is on. The header says which way the mounts of this run talked to the kernel.
+let uringSwitch = "/sys/module/fuse/parameters/enable_uring"
+let uringBefore = try? String(contentsOfFile: uringSwitch, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+if ioUring {
+    guard uringBefore != nil, (try? "Y".write(toFile: uringSwitch, atomically: false, encoding: .utf8)) != nil else {
+        print("albumfs-bench: --io-uring needs root and a kernel with FUSE over io_uring (\(uringSwitch))")
+        exit(69)
+    }
+}
+@MainActor func restoreUring() { if ioUring, let uringBefore { try? uringBefore.write(toFile: uringSwitch, atomically: false, encoding: .utf8) } }
+let uringOn = (try? String(contentsOfFile: uringSwitch, encoding: .utf8))?.hasPrefix("Y") == true
+
 do {
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     Harness.say("albumfs-bench: data in \(dir), median of \(Harness.runs) runs; ratio = albumfs / baseline (for times, below 1: albumfs is faster; for rates, above 1)")
@@ -81,6 +99,8 @@ do {
     Harness.say("  vipsthumbnail   vipsthumbnail -s 256, one process per core (xargs -P)")
     Harness.say("  ImageMagick     convert -define jpeg:size=512x512 -thumbnail 256x256, one process per core")
     Harness.say("goals: PRODUCT.md section 7; \(Harness.canDropCaches ? "cold rows drop every cache (drop_caches) before each run of every contender" : "no cold rows: dropping the caches needs root")")
+    Harness.say("AlbumFS's requests: " + (uringOn ? "through io_uring (the kernel's enable_uring is on\(ioUring ? ", set by --io-uring for this run" : ""))"
+                                         : "through /dev/fuse (the kernel does not offer io_uring; --io-uring turns its switch on)"))
     Harness.header()
     for name in selected {
         switch name {
@@ -95,14 +115,16 @@ do {
         case "postgres" where ProcessInfo.processInfo.environment["ALBUMFS_SCRATCH_POSTGRES"] == nil:
             Harness.say("  (postgres: not measured; it starts its server with mount-scripts/scratch-postgres: run mount-scripts/bench)")
         case "postgres": try PostgresBench.run(dir: dir, albumSize: 10_000, libraryAssets: listAssets, smallPhotos: smallPhotos)
-        default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); exit(64)
+        default: print("albumfs-bench: unknown benchmark \(name)"); print(usage); restoreUring(); exit(64)
         }
     }
     Harness.say(String(repeating: "-", count: Harness.width))
     let short = Harness.short
     Harness.say(short.isEmpty ? "every goal measured here is met" : "short of their goal: \(short.count) row(s)")
     for row in short { Harness.say("  " + Harness.line(row)) }
+    restoreUring()
 } catch {
+    restoreUring()
     print("albumfs-bench: \(error)")
     exit(1)
 }

@@ -32,6 +32,11 @@ enum MountCommand {
                                         passthrough: root, Linux 6.9 or later): reads as fast
                                         as the disk; the default for root
                   nopassthrough         reads through the daemon (the only way without root)
+                  io_uring              requests through io_uring, served on the caller's CPU (Linux
+                                        6.14 or later); the default whenever the kernel offers it,
+                                        which it does once root sets the fuse module's enable_uring
+                                        (echo Y > /sys/module/fuse/parameters/enable_uring)
+                  noio_uring            requests through /dev/fuse even when io_uring is offered
                   host=NAME             this host's name, when several hosts serve one library from
                                         PostgreSQL (default: $ALBUMFS_HOST, else the machine's name);
                                         each host has its own lock and staging folder
@@ -104,6 +109,8 @@ enum MountCommand {
         case "list_thumbnails": request.options.listThumbnails = true
         case "nopassthrough": request.options.passthrough = false
         case "passthrough": request.options.passthrough = true
+        case "io_uring": request.options.ioUring = true
+        case "noio_uring": request.options.ioUring = false
         case "host":
             guard let value, (try? Library.hostName(value)) != nil else {
                 throw CommandError.usage("host= needs a name of letters, digits, '.', '-' and '_'", command: "mount")
