@@ -76,9 +76,13 @@ _Static_assert(sizeof(struct ring_cmd_req) == 24, "fuse_uring_cmd_req");
 // then: each thread holds many, whose payload pages are taken only when used.
 #define RING_THREADS_PER_CPU 2
 #define RING_ENTRIES_PER_THREAD 16
-// Threads that serve the requests that may wait for the disk.
-#define RING_SLOW_THREADS 4
-// Opcodes (include/uapi/linux/fuse.h) that may wait for the disk.
+// Threads that serve the requests that may wait for the disk: as many as libfuse's own
+// loop may run, so that reads of files not in the page cache keep the disk as busy.
+#define RING_SLOW_THREADS 16
+// Opcodes (include/uapi/linux/fuse.h) that may wait for the disk. A READ reaches the
+// daemon only when the kernel does not read the blob itself (no passthrough) and has
+// not the pages (a cold read): it waits for the disk.
+#define RING_OP_READ 15
 #define RING_OP_RELEASE 18
 #define RING_OP_FSYNC 20
 #define RING_OP_FLUSH 25
@@ -274,6 +278,21 @@ static struct ring_entry *entry_serving(struct albumfs_ring *ring, uint64_t uniq
     return NULL;
 }
 
+// Has entry `e`'s reply (already in its header and payload) committed: by this thread
+// if it owns the entry, else by its owner, woken for it.
+static void commit_reply(struct ring_entry *e, uint64_t unique) {
+    struct ring_thread *owner = e->owner;
+    if (serving == owner) {
+        prep_command(owner, e, RING_CMD_COMMIT_AND_FETCH, unique);
+        return;
+    }
+    e->headers->ent.commit_id = unique;
+    atomic_store_explicit(&e->reply_ready, 1, memory_order_release);
+    uint64_t one = 1;
+    ssize_t w;
+    do { w = write(owner->event_fd, &one, sizeof one); } while (w < 0 && errno == EINTR);
+}
+
 // Copies a reply (its out header first) into entry `e` and has it committed.
 static ssize_t reply_through_ring(struct ring_entry *e, const struct iovec *iov, int count) {
     struct albumfs_ring *ring = e->owner->ring;
@@ -304,17 +323,7 @@ static ssize_t reply_through_ring(struct ring_entry *e, const struct iovec *iov,
         }
     }
     e->headers->ent.payload_sz = (uint32_t)body;
-    uint64_t unique = ((struct ring_out_header *)header)->unique;
-    struct ring_thread *owner = e->owner;
-    if (serving == owner) {
-        prep_command(owner, e, RING_CMD_COMMIT_AND_FETCH, unique);
-    } else {
-        e->headers->ent.commit_id = unique;
-        atomic_store_explicit(&e->reply_ready, 1, memory_order_release);
-        uint64_t one = 1;
-        ssize_t w;
-        do { w = write(owner->event_fd, &one, sizeof one); } while (w < 0 && errno == EINTR);
-    }
+    commit_reply(e, ((struct ring_out_header *)header)->unique);
     return (ssize_t)total;
 }
 
@@ -334,28 +343,49 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata) {
     return read(fd, buf, len);
 }
 
-// libfuse splices a read's bytes into a pipe and the pipe into the device; a ring
-// reply must be copied into its entry instead, so the pipe is read here.
-static ssize_t hook_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
-                                unsigned int flags, void *userdata) {
-    (void)offin; (void)offout; (void)flags; (void)userdata;
-    static __thread char *buffer;
-    static __thread size_t capacity;
-    if (capacity < len) {
-        free(buffer);
-        buffer = malloc(len);
-        capacity = buffer ? len : 0;
-        if (!buffer) { errno = ENOMEM; return -1; }
-    }
+static int read_full(int fd, void *buf, size_t len) {
     size_t got = 0;
     while (got < len) {
-        ssize_t n = read(fdin, buffer + got, len - got);
+        ssize_t n = read(fd, (char *)buf + got, len - got);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) { if (n == 0) errno = EIO; return -1; }
         got += (size_t)n;
     }
-    struct iovec iov = { .iov_base = buffer, .iov_len = len };
-    return hook_writev(fdout, &iov, 1, NULL);
+    return 0;
+}
+
+// libfuse splices a read's bytes into a pipe and the pipe into the device; a ring
+// reply is read from the pipe straight into its entry's payload instead.
+static ssize_t hook_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+                                unsigned int flags, void *userdata) {
+    (void)offin; (void)offout; (void)flags; (void)userdata;
+    struct ring_out_header out;
+    if (len < sizeof out || read_full(fdin, &out, sizeof out) != 0) return -1;
+    size_t body = len - sizeof out;
+    struct albumfs_ring *ring = installed;
+    struct ring_entry *e = ring ? entry_serving(ring, out.unique) : NULL;
+    if (e) {
+        if (body > ring->payload || read_full(fdin, e->area + RING_PREFIX, body) != 0) {
+            out.error = -EIO;
+            out.len = sizeof out;
+            body = 0;
+        }
+        memcpy(e->headers->in_out, &out, sizeof out);
+        e->headers->ent.payload_sz = (uint32_t)body;
+        commit_reply(e, out.unique);
+        return (ssize_t)len;
+    }
+    // Not a ring request: written to the device as it came.
+    char *buffer = malloc(len);
+    if (!buffer) { errno = ENOMEM; return -1; }
+    memcpy(buffer, &out, sizeof out);
+    ssize_t rc = -1;
+    if (read_full(fdin, buffer + sizeof out, body) == 0) {
+        struct iovec iov = { .iov_base = buffer, .iov_len = len };
+        rc = writev(fdout, &iov, 1);
+    }
+    free(buffer);
+    return rc;
 }
 
 static int start_threads(struct albumfs_ring *ring, size_t max_payload);
@@ -387,8 +417,8 @@ static void serve(struct ring_thread *t, struct ring_entry *e) {
     buf.mem = start;
     atomic_store(&e->unique, in.unique);
     atomic_fetch_add(&ring->served, 1);
-    if (in.opcode == RING_OP_FLUSH || in.opcode == RING_OP_FSYNC || in.opcode == RING_OP_RELEASE
-        || in.opcode == RING_OP_FSYNCDIR) {
+    if (in.opcode == RING_OP_READ || in.opcode == RING_OP_FLUSH || in.opcode == RING_OP_FSYNC
+        || in.opcode == RING_OP_RELEASE || in.opcode == RING_OP_FSYNCDIR) {
         struct ring_job *job = malloc(sizeof *job);
         if (job) {
             job->buf = buf;
