@@ -152,6 +152,9 @@ public enum FuseMount {
             throw MountError("cannot start the FUSE session: INIT failed (\(reason))")
         }
         let passthrough = granted & ALBUMFS_INIT_PASSTHROUGH.rawValue != 0
+        // Whether requests come through the ring (its threads may have started even when
+        // the ring did not, and are stopped at the end either way).
+        var ringServes = false
         if let prepared = ring {
             if granted & ALBUMFS_INIT_URING.rawValue == 0 {
                 albumfs_ring_discard(prepared)
@@ -159,6 +162,8 @@ public enum FuseMount {
             } else if albumfs_ring_start(prepared, maxPayload) != 0 {
                 // The kernel has been told the registration failed: it serves /dev/fuse.
                 Log.warning("FUSE over io_uring could not start (\(String(cString: strerror(errno)))); requests go through /dev/fuse")
+            } else {
+                ringServes = true
             }
         }
         // INIT is answered: from here the notifier may write to /dev/fuse.
@@ -168,13 +173,16 @@ public enum FuseMount {
         } else if request.options.passthrough == true {
             Log.warning("passthrough asked for, but this kernel does not offer FUSE passthrough; reads go through the daemon")
         }
-        let modes = [passthrough ? "reads in passthrough" : nil, ring != nil ? "requests through io_uring" : nil].compactMap { $0 }
+        let modes = [passthrough ? "reads in passthrough" : nil, ringServes ? "requests through io_uring" : nil].compactMap { $0 }
         Log.info("mounted \(request.library) on \(request.mountpoint)" + (modes.isEmpty ? "" : " (\(modes.joined(separator: ", ")))"))
         let rc = shim_loop_mt(session, 1, 8, 16)
         if let ring {
             let refused = albumfs_ring_refused(ring)
-            Log.info(refused != 0 ? "the kernel refused the io_uring queues (\(String(cString: strerror(refused)))); every request went through /dev/fuse"
-                                  : "\(albumfs_ring_served(ring)) requests were served through io_uring")
+            if refused != 0 {
+                Log.warning("the kernel refused the io_uring queues (\(String(cString: strerror(refused)))); every request went through /dev/fuse")
+            } else if ringServes {
+                Log.info("\(albumfs_ring_served(ring)) requests were served through io_uring")
+            }
             albumfs_ring_stop(ring)
         }
         fs.stopSchedule()
