@@ -98,7 +98,8 @@ struct ring_entry {
     struct iovec iov[2];
     _Atomic uint64_t unique;       // the request being served; 0 when none
     _Atomic int reply_ready;       // a reply copied in by another thread waits for its commit
-    int live;
+    struct fuse_buf request;       // the rebuilt request, while the slow pool has it in line
+    struct ring_entry *next_slow;  // the slow pool's line
 };
 
 struct ring_thread {
@@ -114,17 +115,11 @@ struct ring_thread {
     int live;
 };
 
-// A request handed to the slow pool, served from its entry's buffer.
-struct ring_job {
-    struct fuse_buf buf;
-    struct ring_job *next;
-};
-
 struct albumfs_ring {
     struct fuse_session *se;
-    pthread_mutex_t jobs_lock;
-    pthread_cond_t jobs_ready;
-    struct ring_job *jobs, *jobs_tail;
+    pthread_mutex_t slow_lock;
+    pthread_cond_t slow_ready;
+    struct ring_entry *slow_first, *slow_last;   // requests in line for the slow pool
     pthread_t slow[RING_SLOW_THREADS];
     int slow_started;
     int dev_fd;
@@ -176,17 +171,18 @@ struct albumfs_ring *albumfs_ring_prepare(struct fuse_session *se) {
     struct albumfs_ring *ring = calloc(1, sizeof *ring);
     if (!ring) return NULL;
     ring->se = se;
-    pthread_mutex_init(&ring->jobs_lock, NULL);
-    pthread_cond_init(&ring->jobs_ready, NULL);
+    pthread_mutex_init(&ring->slow_lock, NULL);
+    pthread_cond_init(&ring->slow_ready, NULL);
     ring->dev_fd = fuse_session_fd(se);
     ring->n_threads = cpus * RING_THREADS_PER_CPU;
     ring->threads = calloc(ring->n_threads, sizeof *ring->threads);
-    if (!ring->threads) { free(ring); errno = ENOMEM; return NULL; }
+    if (!ring->threads) { albumfs_ring_discard(ring); errno = ENOMEM; return NULL; }
+    // Every thread's before any is made: a failure part way discards them all.
+    for (unsigned i = 0; i < ring->n_threads; i++) ring->threads[i].event_fd = -1;
     for (unsigned i = 0; i < ring->n_threads; i++) {
         struct ring_thread *t = &ring->threads[i];
         t->ring = ring;
         t->cpu = (int)(i / RING_THREADS_PER_CPU);
-        t->event_fd = -1;
         struct io_uring_params params;
         memset(&params, 0, sizeof params);
         // The commands carry their arguments in the big SQE's extra bytes. Only the
@@ -205,7 +201,7 @@ struct albumfs_ring *albumfs_ring_prepare(struct fuse_session *se) {
 
 void albumfs_ring_discard(struct albumfs_ring *ring) {
     if (!ring) return;
-    for (unsigned i = 0; i < ring->n_threads; i++) {
+    for (unsigned i = 0; ring->threads && i < ring->n_threads; i++) {
         struct ring_thread *t = &ring->threads[i];
         if (t->uring_ready) io_uring_queue_exit(&t->uring);
         if (t->event_fd >= 0) close(t->event_fd);
@@ -216,8 +212,8 @@ void albumfs_ring_discard(struct albumfs_ring *ring) {
         }
     }
     free(ring->threads);
-    pthread_mutex_destroy(&ring->jobs_lock);
-    pthread_cond_destroy(&ring->jobs_ready);
+    pthread_mutex_destroy(&ring->slow_lock);
+    pthread_cond_destroy(&ring->slow_ready);
     free(ring);
 }
 
@@ -419,17 +415,15 @@ static void serve(struct ring_thread *t, struct ring_entry *e) {
     atomic_fetch_add(&ring->served, 1);
     if (in.opcode == RING_OP_READ || in.opcode == RING_OP_FLUSH || in.opcode == RING_OP_FSYNC
         || in.opcode == RING_OP_RELEASE || in.opcode == RING_OP_FSYNCDIR) {
-        struct ring_job *job = malloc(sizeof *job);
-        if (job) {
-            job->buf = buf;
-            job->next = NULL;
-            pthread_mutex_lock(&ring->jobs_lock);
-            if (ring->jobs_tail) ring->jobs_tail->next = job; else ring->jobs = job;
-            ring->jobs_tail = job;
-            pthread_cond_signal(&ring->jobs_ready);
-            pthread_mutex_unlock(&ring->jobs_lock);
-            return;
-        }
+        // The entry is the request's until its reply: it waits in line as it is.
+        e->request = buf;
+        e->next_slow = NULL;
+        pthread_mutex_lock(&ring->slow_lock);
+        if (ring->slow_last) ring->slow_last->next_slow = e; else ring->slow_first = e;
+        ring->slow_last = e;
+        pthread_cond_signal(&ring->slow_ready);
+        pthread_mutex_unlock(&ring->slow_lock);
+        return;
     }
     serving = t;
     fuse_session_process_buf(ring->se, &buf);
@@ -441,17 +435,16 @@ static void serve(struct ring_thread *t, struct ring_entry *e) {
 static void *slow_main(void *arg) {
     struct albumfs_ring *ring = arg;
     for (;;) {
-        pthread_mutex_lock(&ring->jobs_lock);
-        while (!ring->jobs && !atomic_load(&ring->stopping)) pthread_cond_wait(&ring->jobs_ready, &ring->jobs_lock);
-        struct ring_job *job = ring->jobs;
-        if (job) {
-            ring->jobs = job->next;
-            if (!ring->jobs) ring->jobs_tail = NULL;
+        pthread_mutex_lock(&ring->slow_lock);
+        while (!ring->slow_first && !atomic_load(&ring->stopping)) pthread_cond_wait(&ring->slow_ready, &ring->slow_lock);
+        struct ring_entry *e = ring->slow_first;
+        if (e) {
+            ring->slow_first = e->next_slow;
+            if (!ring->slow_first) ring->slow_last = NULL;
         }
-        pthread_mutex_unlock(&ring->jobs_lock);
-        if (!job) return NULL;
-        fuse_session_process_buf(ring->se, &job->buf);
-        free(job);
+        pthread_mutex_unlock(&ring->slow_lock);
+        if (!e) return NULL;
+        fuse_session_process_buf(ring->se, &e->request);
     }
 }
 
@@ -483,7 +476,6 @@ static void *thread_main(void *arg) {
     }
     for (int k = 0; k < RING_ENTRIES_PER_THREAD; k++) {
         prep_command(t, &t->entries[k], RING_CMD_REGISTER, 0);
-        t->entries[k].live = 1;
     }
     t->live = RING_ENTRIES_PER_THREAD;
     arm_event(t);
@@ -508,7 +500,6 @@ static void *thread_main(void *arg) {
                 if (res != -ENOTCONN && res != -ECANCELED && atomic_load(&ring->served) == 0) {
                     atomic_store(&ring->refused, -res);
                 }
-                e->live = 0;
                 t->live--;
                 continue;
             }
@@ -604,9 +595,9 @@ void albumfs_ring_stop(struct albumfs_ring *ring) {
     for (unsigned i = 0; i < ring->n_threads; i++) {
         if (ring->threads[i].started) pthread_join(ring->threads[i].thread, NULL);
     }
-    pthread_mutex_lock(&ring->jobs_lock);
-    pthread_cond_broadcast(&ring->jobs_ready);
-    pthread_mutex_unlock(&ring->jobs_lock);
+    pthread_mutex_lock(&ring->slow_lock);
+    pthread_cond_broadcast(&ring->slow_ready);
+    pthread_mutex_unlock(&ring->slow_lock);
     for (int i = 0; i < ring->slow_started; i++) pthread_join(ring->slow[i], NULL);
     // Replies sent after this (none should be) go to /dev/fuse and are refused there.
     installed = NULL;
