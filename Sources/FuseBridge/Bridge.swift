@@ -106,7 +106,13 @@ final class Bridge: @unchecked Sendable {
         st.st_gid = a.gid
         st.st_size = Int(a.size)
         st.st_blocks = Int(a.blocks)
-        st.st_blksize = 4096
+        // A folder's block size is the buffer glibc's opendir gives getdents (at least
+        // 32 KiB, at most 1 MiB), and the kernel asks the daemon for that much of the
+        // listing at once: 256 KiB is about 1,500 entries a READDIRPLUS instead of 190,
+        // which took a cold `ls -f` of 100,000 from 0.6 s to 0.38 s here. 1 MiB gained
+        // little more and made every small folder's listing slower (the kernel allocates
+        // the whole buffer for each request). docs/performance.md, "Listing buffers".
+        st.st_blksize = (a.mode & S_IFMT) == S_IFDIR ? 1 << 18 : 4096
         st.st_atim = SystemCalls.timespec(nanoseconds: a.atimeNs)
         st.st_mtim = SystemCalls.timespec(nanoseconds: a.mtimeNs)
         st.st_ctim = SystemCalls.timespec(nanoseconds: a.ctimeNs)

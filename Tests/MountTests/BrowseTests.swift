@@ -172,6 +172,32 @@ final class BrowseTests: XCTestCase {
         XCTAssertEqual(nfc, nfd)
     }
 
+    /// A large folder reaches the kernel in a few large pieces: a folder's block size is
+    /// the buffer `opendir` reads it with, and the kernel asks the daemon for that much at
+    /// once (docs/performance.md, "Listing buffers"). 3,000 names in 32 KiB pieces would
+    /// take 17 READDIRPLUS requests; in 256 KiB pieces they take 3 (the last one empty).
+    func testALargeFolderIsListedInAFewLargeRequests() throws {
+        try sh("mkdir \(q(mount.path("Albums/Notes")))")
+        let made = try Processes.shell("""
+            /usr/bin/python3 -c "
+            import os
+            for i in range(3000):
+                os.close(os.open('\(mount.path("Albums/Notes"))/note-%05d.txt' % i, os.O_CREAT | os.O_WRONLY, 0o644))
+            "
+            """, timeout: 300)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        XCTAssertEqual(try sh("stat -c %o \(q(mount.path("Albums/Notes")))"), "262144\n")
+        // A fresh mount: nothing of the folder is in the kernel's caches.
+        mount.unmount()
+        mount = try MountedLibrary(library: mount.library, temp: temp, name: "mnt-requests", requests: true)
+        let names = try sh("ls -f \(q(mount.path("Albums/Notes")))").split(separator: "\n")
+        XCTAssertEqual(names.filter { $0.hasPrefix("note-") }.count, 3000)
+        XCTAssertEqual(Set(names).count, names.count, "a name listed twice")
+        let requests = mount.requestCount("READDIRPLUS") + mount.requestCount("READDIR")
+        XCTAssertGreaterThan(requests, 0, "the request trace saw no listing")
+        XCTAssertLessThanOrEqual(requests, 4, "3,000 names took \(requests) listing requests")
+    }
+
     func testEightReadersWhileListingLoops() throws {
         let script = """
             cd \(q(mount.mountpoint)) || exit 9
