@@ -556,6 +556,51 @@ struct SaveTests {
         #expect(try f.names("Smart Albums/Recently Deleted") == [])
     }
 
+    /// A temporary photo renamed over the photo while a handle still writes into it
+    /// (the plain-directory oracle, seeds 443 and 461, found the temporary photo's last
+    /// version there, and the bytes written after it lost at a close that returned 0):
+    /// the bytes being written go with the name, as on a disk. The photo shows them at
+    /// once, and the handle's close makes its next version.
+    @Test(arguments: Kind.allCases)
+    func aPhotoRenamedOverThePhotoWhileBeingWrittenTakesItsBytesAlong(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/tmpk2x9_fq", Fixture.photoA)
+        let h = try f.fs.open("Albums/Trip/tmpk2x9_fq", O_RDWR, mode: 0)
+        let tail = Array("tail".utf8), more = Array("more".utf8)
+        try f.fs.write(h, tail, at: Int64(Fixture.photoA.count))
+        try f.fs.rename("Albums/Trip/tmpk2x9_fq", "Albums/Trip/P.jpg")
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count + tail.count), "the bytes being written")
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA + tail)
+        try f.fs.write(h, more, at: Int64(Fixture.photoA.count + tail.count))
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count + tail.count + more.count))
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA + tail + more)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA + tail + more)
+        #expect(try f.versions() == 3, "the temporary photo's version, then the bytes its handle wrote")
+        #expect(try f.assetCount() == 1, "the temporary photo vanished with the rename")
+        #expect(try f.names("Albums/Trip") == ["P.jpg"])
+        try f.expectPKept()
+    }
+
+    /// The same with a handle that had written nothing yet (it failed with EIO: it still
+    /// wrote into the temporary photo, which had vanished): it writes the photo.
+    @Test(arguments: Kind.allCases)
+    func aHandleOpenOnAPhotoRenamedOverThePhotoWritesThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/tmpk2x9_fq", Fixture.photoA)
+        let h = try f.fs.open("Albums/Trip/tmpk2x9_fq", O_RDWR, mode: 0)
+        try f.fs.rename("Albums/Trip/tmpk2x9_fq", "Albums/Trip/P.jpg")
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        let tail = Array("tail".utf8)
+        try f.fs.write(h, tail, at: Int64(Fixture.photoA.count))
+        #expect(try f.fs.stat("Albums/Other/P.jpg").size == Int64(Fixture.photoA.count + tail.count))
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA + tail)
+        #expect(try f.versions() == 3)
+        #expect(try f.assetCount() == 1)
+        try f.expectPKept()
+    }
+
     /// vim and gedit: a hidden temporary file renamed over.
     @Test(arguments: Kind.allCases)
     func aHiddenTemporaryFileRenamedOverThePhoto(_ kind: Kind) throws {

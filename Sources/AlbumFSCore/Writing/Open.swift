@@ -301,7 +301,7 @@ extension FileSystem {
             throw FSError(EOPNOTSUPP, "fallocate mode \(mode) is not supported", logged: false)
         }
         try writer.io {
-            let grows = try mode & Self.allocateKeepSize == 0 && offset + length > getattr(writer.ino).size
+            let grows = try mode & Self.allocateKeepSize == 0 && offset + length > getattr(writer.targetIno).size
             let changesBytes = mode & zeroes != 0 || grows
             // Only a reservation, and no bytes of its own yet (a photo's blob, a clone's):
             // there is nothing to reserve space in until a write copies them.

@@ -167,37 +167,8 @@ extension FileSystem {
         let vacated = over == nil && !showsNoBytes && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
         let claimed = try vacated.flatMap { v in try library.asset(id: v.asset) }.flatMap { $0.id != asset.id && !$0.isTrashed ? $0 : nil }
         if let photo = over ?? claimed {
-            let removal = try Rules.remove(from: fromKind, name: name, folderName: from.displayName)
-            let fresh = saves.fresh(asset.id, in: from.ino)
-            let memberships = try library.read { try $0.memberships(ofAsset: asset.id) }
-            let vanishes = fresh != nil && memberships.allSatisfy { FixedInode.folder(ofAlbum: $0.albumID) == from.ino }
-            // A temporary file whose close brought a photo back from Recently Deleted (the
-            // same bytes): that photo goes back as it was, its name and deletion time.
-            let restored = fresh == nil ? restoredByClose(asset, in: from) : nil
-            let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: asset.metadata,
-                                   writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
-            let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: over == nil ? vacated : nil),
-                                  fileID: asset.id, explicitMtimeNs: nil, mode: nil) { tx in
-                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
-                if vanishes {
-                    try tx.vanish(asset.id, into: photo.id)
-                } else if let restored {
-                    try putBack(asset, as: name, by: removal, restored, tx)
-                } else {
-                    try remove(asset, as: name, by: removal, tx)
-                }
-            }
-            if let replacedPlain { removePlainBytes(replacedPlain) }
-            if vanishes {
-                saves.forget(asset.id)
-            } else if let restored {
-                saves.forget(asset.id)
-                if let now = try? library.asset(id: asset.id) { afterChange(asset: now, views: asset) }
-                Log.info("saved \(name) over \(photo.name): it is \(photo.name)'s new version; \(restored.name), which its bytes had brought back, is in Recently Deleted again")
-            } else {
-                Log.info("saved \(asset.name) over \(photo.name): it is \(photo.name)'s new version; \(name) left \(from.displayName)")
-            }
-            afterLanding(landed, folder: to, entries: entries + [(from.ino, asset.name)])
+            try saveOver(photo, asset, from: from, name: name, to: to, newName: newName, vacated: over == nil ? vacated : nil,
+                         replacing: replacedPlain, entries: entries)
             return
         }
 
@@ -254,6 +225,63 @@ extension FileSystem {
             saves.vacated(folder: from.ino, name: name, by: asset.id, renamedTo: newName)
         }
         afterChange(asset: try library.asset(id: asset.id), views: asset, folders: [from.ino, to.ino], entries: entries)
+    }
+
+    /// Photo `asset` renamed over `photo` (or onto the name `photo` left moments ago,
+    /// `vacated`): its bytes are that photo's next version, and its entry goes from
+    /// `from` (a temporary photo made by a close moments ago leaves no trace; one that
+    /// brought a photo back from Recently Deleted puts it back; any other goes as `rm`
+    /// would take it). Handles still open on it for writing go with the name, as a
+    /// file's do on a disk: its writer becomes `photo`'s (`Writer.becameVersion`), so
+    /// that `photo` shows the bytes they are writing and their close makes its next
+    /// version after this one.
+    private func saveOver(_ photo: Asset, _ asset: Asset, from: Item, name: String, to: Item, newName: String,
+                          vacated: SaveWindow.Vacated?, replacing replacedPlain: PlainFile?,
+                          entries: [(UInt64, String)]) throws {
+        let removal = try Rules.remove(from: Rules.Folder(from), name: name, folderName: from.displayName)
+        let writer = writers.get(UInt64(asset.id))
+        // Inside the writer's `io`: no close commits the bytes being written meanwhile.
+        try withIO(writer) {
+            let fresh = saves.fresh(asset.id, in: from.ino)
+            let memberships = try library.read { try $0.memberships(ofAsset: asset.id) }
+            let vanishes = fresh != nil && memberships.allSatisfy { FixedInode.folder(ofAlbum: $0.albumID) == from.ino }
+            // A temporary file whose close brought a photo back from Recently Deleted (the
+            // same bytes): that photo goes back as it was, its name and deletion time.
+            let restored = fresh == nil ? restoredByClose(asset, in: from) : nil
+            let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: asset.metadata,
+                                   writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
+            let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: vacated),
+                                  fileID: asset.id, explicitMtimeNs: nil, mode: nil) { tx in
+                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                if vanishes {
+                    try tx.vanish(asset.id, into: photo.id)
+                } else if let restored {
+                    try putBack(asset, as: name, by: removal, restored, tx)
+                } else {
+                    try remove(asset, as: name, by: removal, tx)
+                }
+            }
+            // Handles open on it write on into `photo`: before the kernel is told, so that
+            // the photo's size is then the bytes being written.
+            if let writer, writer.movesWithRename, writers.becameVersion(writer, of: photo.id) {
+                let pending = writer.pendingCopy() != nil
+                writer.becameVersion(of: photo.id)
+                if pending {
+                    Log.info("\(name) was renamed over \(photo.name) while being written: the bytes being written go with it, and their close makes \(photo.name)'s next version")
+                }
+            }
+            if let replacedPlain { removePlainBytes(replacedPlain) }
+            if vanishes {
+                saves.forget(asset.id)
+            } else if let restored {
+                saves.forget(asset.id)
+                if let now = try? library.asset(id: asset.id) { afterChange(asset: now, views: asset) }
+                Log.info("saved \(name) over \(photo.name): it is \(photo.name)'s new version; \(restored.name), which its bytes had brought back, is in Recently Deleted again")
+            } else {
+                Log.info("saved \(asset.name) over \(photo.name): it is \(photo.name)'s new version; \(name) left \(from.displayName)")
+            }
+            afterLanding(landed, folder: to, entries: entries + [(from.ino, asset.name)])
+        }
     }
 
     /// A photo's entry renamed to a hidden or junk name (`.P.jpg.bak`) becomes a plain

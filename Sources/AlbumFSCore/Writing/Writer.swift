@@ -232,6 +232,28 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// Whether handles are open on this photo's writer, none of them closing now, and
+    /// nothing superseded them: a rename of the photo takes them along. Inside `io`.
+    var movesWithRename: Bool {
+        withLock {
+            guard openCount > 0, case .asset = target else { return false }
+            switch phase {
+            case .committing, .removed: return false
+            case .clean, .dirty, .emptied, .refused, .failed: return true
+            }
+        }
+    }
+
+    /// The photo these bytes were being written into was renamed over photo `asset` (or
+    /// onto the name it left moments ago): the handles go with the name, as a file's do on
+    /// a disk. From here on this is that photo's writer: its handles write on into the
+    /// same private copy (or, when they had written nothing yet, into a copy of that
+    /// photo's new version, which is these bytes), and their close makes that photo's
+    /// next version. Inside `io`.
+    func becameVersion(of asset: Int64) {
+        withLock { target = .asset(asset) }
+    }
+
     // MARK: closing
 
     /// What a close has to do, taken under the lock: nothing, report an earlier failure,
@@ -391,6 +413,16 @@ final class Writer: @unchecked Sendable {
 
     var isDirty: Bool { withLock { phase == .dirty } }
 
+    /// The number of the file whose bytes these are now (`ino` is the one it was made
+    /// for: a rename may have handed it to another file since).
+    var targetIno: UInt64 {
+        withLock {
+            switch target {
+            case .asset(let id), .plain(let id): return UInt64(id)
+            }
+        }
+    }
+
     var isEmptied: Bool { withLock { if case .emptied = phase { return true } else { return false } } }
 
     /// The size of the photo a clone stands for, while it does.
@@ -439,11 +471,18 @@ final class WriterTable: Sendable {
     /// file's writer from now on.
     func becamePlain(_ writer: Writer, _ id: Int64) { rekey(writer, to: UInt64(id)) }
 
-    private func rekey(_ writer: Writer, to key: UInt64) {
+    /// A writer whose photo was renamed over photo `asset` (`Writer.becameVersion`):
+    /// that photo's writer from now on. Not when the photo has a writer still (handles
+    /// open on it that had nothing to save): false, and nothing changes.
+    func becameVersion(_ writer: Writer, of asset: Int64) -> Bool { rekey(writer, to: UInt64(asset)) }
+
+    @discardableResult
+    private func rekey(_ writer: Writer, to key: UInt64) -> Bool {
         table.withLock { table in
-            guard table.byIno[key] == nil, let old = table.byIno.first(where: { $0.value === writer })?.key else { return }
+            guard table.byIno[key] == nil, let old = table.byIno.first(where: { $0.value === writer })?.key else { return false }
             table.byIno.removeValue(forKey: old)
             table.byIno[key] = writer
+            return true
         }
     }
 
