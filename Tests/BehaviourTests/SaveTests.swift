@@ -601,6 +601,29 @@ struct SaveTests {
         try f.expectPKept()
     }
 
+    /// A handle open for writing on the photo, with nothing written, when a temporary
+    /// file is renamed over it (the plain-directory oracle, seeds 421 and 483, found it
+    /// reading and writing the new version): it keeps the version it had open, as the
+    /// handle of a file replaced by a rename does on a disk, also once a new open has read
+    /// the new version (on a mount, through another kernel inode); what it writes then
+    /// is not saved.
+    @Test(arguments: Kind.allCases)
+    func aHandleOpenOnThePhotoAcrossASaveByRenameKeepsTheVersionItHadOpen(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.put("Albums/Trip/.P.jpg.tmp", Fixture.photoA)
+        try f.fs.rename("Albums/Trip/.P.jpg.tmp", "Albums/Trip/P.jpg")
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        #expect(try f.fs.read(h, count: 100, at: 5) == Array(Fixture.photoP[5..<105]), "the version it had open")
+        try f.fs.write(h, Array("xyz".utf8), at: 0)
+        #expect(try f.fs.read(h, count: 6, at: 0) == Array("xyz".utf8) + Array(Fixture.photoP[3..<6]))
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
+        #expect(try f.versions() == 2)
+        try f.expectPKept()
+    }
+
     /// vim and gedit: a hidden temporary file renamed over.
     @Test(arguments: Kind.allCases)
     func aHiddenTemporaryFileRenamedOverThePhoto(_ kind: Kind) throws {

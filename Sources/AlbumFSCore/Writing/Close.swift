@@ -139,13 +139,31 @@ extension FileSystem {
     /// renamed over it, or closed under the name it left): bytes that handles were still
     /// writing into it are superseded, as a file's are on a disk when another file is
     /// renamed over its name. Those handles keep their copy to read and write, and it is
-    /// never imported (`removed`); the photo shows the version that landed. An emptied
-    /// photo with no handle open shows it too. A writer that is committing is the one
-    /// landing, and is left alone.
-    func supersedePendingBytes(ofAsset asset: Int64, by name: String) {
+    /// never imported (`removed`); the photo shows the version that landed. Handles open
+    /// for writing that wrote nothing keep `before`, the version they had open
+    /// (`Writer.keepReplaced`). An emptied photo with no handle open shows the new
+    /// version too. A writer that is committing is the one landing, and is left alone.
+    func supersedePendingBytes(ofAsset asset: Int64, replacing before: Asset?, by name: String) {
         guard let writer = writers.get(UInt64(asset)) else { return }
         let (phase, open) = writer.withLock { (writer.phase, writer.openCount) }
         switch phase {
+        case .clean where open > 0:
+            // Handles open for writing with nothing to save yet: on a disk they would go on
+            // with the replaced file, not write into the new one. They keep the version
+            // they had open. Not when it cannot be opened: they then follow the photo.
+            let now: Asset? = (try? library.asset(id: asset)) ?? nil
+            guard let before, before.sha256 != now?.sha256, let version = try? library.openBlob(of: before) else { return }
+            if writer.io({ writer.keepReplaced(version) }) {
+                writers.remove(writer)
+                // Their kernel inode would share its pages between them and the photo's
+                // next opens: the photo moves to a new one, as past readers (`KernelNodes`).
+                let node = kernelNodes.node(of: UInt64(asset))
+                if handles.inUse(node) {
+                    kernelNodes.advance(UInt64(asset), from: node, inUse: handles.inUse)
+                    invalidate([.node(node)])
+                }
+                Log.info("inode \(writer.ino): its open handles keep the version \(name) replaced; what they write is not saved")
+            }
         case .clean, .committing, .removed:
             return
         case .emptied where open == 0:

@@ -44,6 +44,10 @@ final class Writer: @unchecked Sendable {
         case copy(FileDescriptor, LibraryPath)
         /// Nothing written since the last commit: the photo's current bytes (its blob).
         case current
+        /// The version these handles had open when a save by rename replaced it (its
+        /// blob, read-only): what they read, and what their first write copies. Never
+        /// imported (the writer is `removed`), as an unlinked file's bytes on a disk.
+        case replaced(FileDescriptor)
     }
 
     enum Phase: Equatable {
@@ -135,7 +139,7 @@ final class Writer: @unchecked Sendable {
         switch current {
         case .own(let fd), .copy(let fd, _):
             return fd
-        case .current:
+        case .current, .replaced:
             let (fd, path) = try copyCurrent()
             withLock {
                 bytes = .copy(fd, path)
@@ -205,6 +209,20 @@ final class Writer: @unchecked Sendable {
     func synced() { withLock { syncedSinceWrite = true } }
 
     func removed() { withLock { phase = .removed } }
+
+    /// A save by rename replaced the photo while these handles were open on it with
+    /// nothing to save: they keep the version they had open (`version`, its blob opened
+    /// read-only), read it and write into a copy of it, never imported, as handles of a
+    /// file replaced by a rename do on a disk. Only a writer that is `clean`, its bytes
+    /// the photo's current ones; false otherwise, and nothing changes. Inside `io`.
+    func keepReplaced(_ version: FileDescriptor) -> Bool {
+        withLock {
+            guard phase == .clean, case .current = bytes else { return false }
+            bytes = .replaced(version)
+            phase = .removed
+            return true
+        }
+    }
 
     /// The private copy that open handles are writing, while it holds bytes the photo
     /// shows and no close has saved (written, emptied, or refused or failed at a
@@ -377,6 +395,7 @@ final class Writer: @unchecked Sendable {
             if let cloneOf { return (nil, cloneOf) }
             switch bytes {
             case .own(let fd), .copy(let fd, _): return (fd, nil)
+            case .replaced(let fd): return (fd, nil)
             case .current: return (nil, nil)
             }
         }
