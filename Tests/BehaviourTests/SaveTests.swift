@@ -601,6 +601,29 @@ struct SaveTests {
         try f.expectPKept()
     }
 
+    /// ftruncate through a handle cuts that handle's bytes, whatever its inode number
+    /// names now. A photo in two albums, renamed in one over another photo while a handle
+    /// writes into it: the handle's ftruncate cuts what the other photo shows, and the
+    /// photo left in the other album keeps its bytes (the oracle, seed 443 run in a
+    /// library that held its photos already, found that photo cut instead).
+    @Test(arguments: Kind.allCases)
+    func ftruncateThroughAHandleCutsItsOwnBytesAfterARename(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/T.jpg", Fixture.photoA)
+        try f.fs.link("Albums/Trip/T.jpg", "Albums/Other/T.jpg")
+        let h = try f.fs.open("Albums/Trip/T.jpg", O_RDWR, mode: 0)
+        let tail = Array("tail".utf8)
+        try f.fs.write(h, tail, at: Int64(Fixture.photoA.count))
+        try f.fs.rename("Albums/Trip/T.jpg", "Albums/Trip/P.jpg")
+        try f.fs.truncate(h, to: Int64(Fixture.photoA.count + 2))
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count + 2))
+        #expect(try f.fs.get("Albums/Other/T.jpg") == Fixture.photoA, "the photo left in Other keeps its bytes")
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA + Array(tail.prefix(2)))
+        #expect(try f.fs.get("Albums/Other/T.jpg") == Fixture.photoA)
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA + Array(tail.prefix(2)))
+    }
+
     /// A handle open for writing on the photo, with nothing written, when a temporary
     /// file is renamed over it (the plain-directory oracle, seeds 421 and 483, found it
     /// reading and writing the new version): it keeps the version it had open, as the

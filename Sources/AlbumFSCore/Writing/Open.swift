@@ -342,6 +342,15 @@ extension FileSystem {
         }
     }
 
+    /// The writer whose bytes an ftruncate through `handle` cuts: the handle's own, which
+    /// need not be the writer its inode number has now (a photo renamed while handles
+    /// write into it hands them to the file the name became; a save by rename over a
+    /// photo leaves them the version they had open).
+    private func writer(ofHandle handle: UInt64?) -> Writer? {
+        guard let handle, let file = handles.get(handle), file.writes, case .writer(let writer) = file.state else { return nil }
+        return writer
+    }
+
     /// chmod, chown, truncate, utimensat. The owner is the mount's (uid=, gid=): a chown
     /// succeeds and changes nothing, so that `cp -p` and `rsync -a` work. A mode is kept
     /// (under the mount's umask, set-id bits never); a size change of a photo is a new
@@ -372,7 +381,7 @@ extension FileSystem {
                 if changes.handle == nil, handles.inPassthrough(node) {
                     throw openElsewhere(ino, from: node, asset.name, reserve: true)
                 }
-                let writer = writers.writer(forAsset: asset.id)
+                let writer = writer(ofHandle: changes.handle) ?? writers.writer(forAsset: asset.id)
                 writer.opened()
                 defer { release(writer) }
                 try truncate(writer, to: size)
@@ -402,7 +411,7 @@ extension FileSystem {
             if file.isSymlink, changes.mode != nil { throw FSError(EOPNOTSUPP, "the mode of a symbolic link (\(file.name)) cannot be changed", logged: false) }
             if let size = changes.size {
                 // In place: open handles' next close sees it, as any change of their bytes.
-                if let writer = writers.get(ino) {
+                if let writer = writer(ofHandle: changes.handle) ?? writers.get(ino) {
                     try truncate(writer, to: size)
                 } else {
                     let bytes = try ownBytes(of: file)
