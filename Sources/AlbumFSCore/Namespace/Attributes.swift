@@ -47,8 +47,8 @@ public struct MountOptions: Sendable {
     public var passthrough: Bool?
     /// FUSE over io_uring, when the kernel offers it (Linux 6.14 and later, with the fuse
     /// module's `enable_uring` set by the administrator): requests are served on the CPU
-    /// of the program that makes them, which saves most of each round trip
-    /// (docs/performance.md). `-o noio_uring` turns it off. Nil: used when offered.
+    /// of the program that makes them, which saves a wake-up across CPUs in each round
+    /// trip (docs/performance.md). `-o noio_uring` turns it off. Nil: used when offered.
     public var ioUring: Bool?
     /// Other users may use the mount (`allow_other`): the kernel then always checks the
     /// modes (default_permissions), and the default umask keeps photos from everyone

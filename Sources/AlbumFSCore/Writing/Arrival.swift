@@ -171,7 +171,7 @@ extension FileSystem {
         case .existing(let photo, _):
             endEmptied(ofAsset: photo.id, because: "\(name) brought its bytes")
         case .version(let photo, _):
-            supersedePendingBytes(ofAsset: photo.id, replacing: landed.before, by: name)
+            supersedePendingBytes(ofAsset: photo.id, replacing: landed.before, with: landed.asset, by: name)
         default:
             break
         }

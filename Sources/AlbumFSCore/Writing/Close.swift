@@ -142,8 +142,9 @@ extension FileSystem {
     /// never imported (`removed`); the photo shows the version that landed. Handles open
     /// for writing that wrote nothing keep `before`, the version they had open
     /// (`Writer.keepReplaced`). An emptied photo with no handle open shows the new
-    /// version too. A writer that is committing is the one landing, and is left alone.
-    func supersedePendingBytes(ofAsset asset: Int64, replacing before: Asset?, by name: String) {
+    /// version (`now`) too. A writer that is committing is the one landing, and is left
+    /// alone.
+    func supersedePendingBytes(ofAsset asset: Int64, replacing before: Asset?, with now: Asset, by name: String) {
         guard let writer = writers.get(UInt64(asset)) else { return }
         let (phase, open) = writer.withLock { (writer.phase, writer.openCount) }
         switch phase {
@@ -151,8 +152,7 @@ extension FileSystem {
             // Handles open for writing with nothing to save yet: on a disk they would go on
             // with the replaced file, not write into the new one. They keep the version
             // they had open. Not when it cannot be opened: they then follow the photo.
-            let now: Asset? = (try? library.asset(id: asset)) ?? nil
-            guard let before, before.sha256 != now?.sha256, let version = try? library.openBlob(of: before) else { return }
+            guard let before, before.sha256 != now.sha256, let version = try? library.openBlob(of: before) else { return }
             if writer.io({ writer.keepReplaced(version) }) {
                 writers.remove(writer)
                 // Their kernel inode would share its pages between them and the photo's
