@@ -489,6 +489,31 @@ struct SaveTests {
         #expect(try f.versions() == 1)
     }
 
+    /// A photo renamed to a name that stays plain while a handle has it open for writing
+    /// with nothing written yet: the handle goes with the name, as on a disk, so that
+    /// what it writes and cuts is that file's and never the photo's (the plain-directory
+    /// oracle, seed 568, found an `ftruncate` through it cutting the photo instead).
+    @Test(arguments: Kind.allCases)
+    func aPhotoRenamedToAPlainNameWhileOpenForWritingTakesItsHandlesAlong(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        let before = try f.fs.stat("Albums/Trip/P.jpg")
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/.P.jpg.bak")
+        #expect(try f.fs.get("Albums/Trip/.P.jpg.bak") == Fixture.photoP)
+        #expect(try f.fs.stat("Albums/Trip/.P.jpg.bak").mtimeNs == before.mtimeNs, "a rename keeps the mtime")
+        try f.fs.truncate(h, to: 5)
+        #expect(try f.fs.get("Albums/Trip/.P.jpg.bak") == Array(Fixture.photoP[..<5]))
+        #expect(try f.fs.stat("Albums/Trip/.P.jpg.bak").size == 5)
+        #expect(try f.fs.fstat(h).size == 5, "what the handle has open")
+        #expect(try f.fs.stat("All Photos/P.jpg").size == Int64(Fixture.photoP.count))
+        try f.fs.write(h, Array("xyz".utf8), at: 5)
+        #expect(try f.fs.read(h, count: 10, at: 0) == Array(Fixture.photoP[..<5]) + Array("xyz".utf8))
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/.P.jpg.bak") == Array(Fixture.photoP[..<5]) + Array("xyz".utf8))
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoP, "the photo keeps its version where it still is")
+        #expect(try f.versions() == 1)
+    }
+
     /// truncate(1) by path of a photo a viewer holds open: `stat` shows the new size (the
     /// plain-directory oracle found the old one, the size of the version the viewer's
     /// kernel inode reads in passthrough), and the viewer reads the version it opened.
@@ -638,6 +663,8 @@ struct SaveTests {
         try f.fs.rename("Albums/Trip/.P.jpg.tmp", "Albums/Trip/P.jpg")
         #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)
         #expect(try f.fs.read(h, count: 100, at: 5) == Array(Fixture.photoP[5..<105]), "the version it had open")
+        #expect(try f.fs.fstat(h).size == Int64(Fixture.photoP.count), "its size too")
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == Int64(Fixture.photoA.count))
         try f.fs.write(h, Array("xyz".utf8), at: 0)
         #expect(try f.fs.read(h, count: 6, at: 0) == Array("xyz".utf8) + Array(Fixture.photoP[3..<6]))
         #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoA)

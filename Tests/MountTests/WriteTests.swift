@@ -83,14 +83,15 @@ final class WriteTests: MountTestCase {
     /// 1–8 do not reach (an emptied photo renamed over a photo and to a name that stays
     /// plain; `truncate` by path of a photo a viewer holds; a photo renamed while a
     /// handle writes into it); 421, 443 and 483 too (a photo renamed over another while
-    /// a handle writes into it; a handle kept open across a save by rename).
+    /// a handle writes into it; a handle kept open across a save by rename); 568 (a
+    /// photo renamed to a name that stays plain while open for writing, nothing written).
     func testRandomSequencesEndAsInAPlainDirectory() throws {
         // A photo truncated and closed empty keeps its empty copy in staging/ for its
         // minute (the next bytes closed under it are its next version), longer than this
         // test: the daemon holds those copies at its end. And the thumbnails made ahead,
         // which start once imports are quiet, that is as this test ends, read blobs.
         mount.mayHoldAtEnd = [lib + "/staging/version-", lib + "/originals/"]
-        for (seed, steps) in (1...8).map({ ($0, 200) }) + [127, 136, 146, 148, 293, 421, 443, 483].map({ ($0, 400) }) {
+        for (seed, steps) in (1...8).map({ ($0, 200) }) + [127, 136, 146, 148, 293, 421, 443, 483, 568].map({ ($0, 400) }) {
             let plain = temp.sub("oracle-\(seed)")
             try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
             try sh("mkdir Albums/oracle-\(seed)")

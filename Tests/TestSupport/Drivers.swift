@@ -131,7 +131,9 @@ public final class CoreDriver: Driver {
     public let libraryPath: String
     public let fs: FileSystem
     private var clock: Int64 = 0
-    private var handles: [Int: (ino: UInt64, handle: UInt64)] = [:]
+    /// `node`: the kernel inode a mount's open would hold (the one its number had then),
+    /// which `fstat` asks as the kernel does.
+    private var handles: [Int: (ino: UInt64, handle: UInt64, node: UInt64)] = [:]
     private var nextHandle = 1
 
     public init(library: String) throws {
@@ -185,17 +187,17 @@ public final class CoreDriver: Driver {
     private func remember(_ ino: UInt64, _ handle: UInt64) -> Int {
         let h = nextHandle
         nextHandle += 1
-        handles[h] = (ino, handle)
+        handles[h] = (ino, handle, fs.nodeID(of: ino))
         return h
     }
 
-    private func handle(_ h: Int) throws -> (ino: UInt64, handle: UInt64) {
+    private func handle(_ h: Int) throws -> (ino: UInt64, handle: UInt64, node: UInt64) {
         guard let found = handles[h] else { throw DriverError(errno: EBADF, call: "handle \(h)") }
         return found
     }
 
     public func write(_ h: Int, _ bytes: [UInt8], at offset: Int64) throws {
-        let (_, handle) = try handle(h)
+        let handle = try handle(h).handle
         try attempt("write") {
             var done = 0
             while done < bytes.count {
@@ -207,7 +209,7 @@ public final class CoreDriver: Driver {
     }
 
     public func read(_ h: Int, count: Int, at offset: Int64) throws -> [UInt8] {
-        let (_, handle) = try handle(h)
+        let handle = try handle(h).handle
         return try attempt("read") {
             let source = try fs.read(handle: handle, size: count, offset: offset)
             return try source.file.read(count: count, at: source.offset)
@@ -215,7 +217,7 @@ public final class CoreDriver: Driver {
     }
 
     public func truncate(_ h: Int, to size: Int64) throws {
-        let (ino, handle) = try handle(h)
+        let (ino, handle, _) = try handle(h)
         _ = try attempt("ftruncate") { try fs.setattr(ino, .init(size: size, handle: handle)) }
     }
 
@@ -224,22 +226,22 @@ public final class CoreDriver: Driver {
     }
 
     public func fallocate(_ h: Int, mode: Int32, offset: Int64, length: Int64) throws {
-        let (_, handle) = try handle(h)
+        let handle = try handle(h).handle
         try attempt("fallocate") { try fs.fallocate(handle: handle, mode: mode, offset: offset, length: length) }
     }
 
     public func setMtime(_ h: Int, nanoseconds: Int64) throws {
-        let (ino, handle) = try handle(h)
+        let (ino, handle, _) = try handle(h)
         _ = try attempt("futimens") { try fs.setattr(ino, .init(mtimeNs: nanoseconds, handle: handle)) }
     }
 
     public func fsync(_ h: Int) throws {
-        let (_, handle) = try handle(h)
+        let handle = try handle(h).handle
         try attempt("fsync") { try fs.fsync(handle: handle) }
     }
 
     public func close(_ h: Int) throws {
-        let (_, handle) = try handle(h)
+        let handle = try handle(h).handle
         handles.removeValue(forKey: h)
         defer { fs.release(handle: handle) }
         try attempt("close") { try fs.flush(handle: handle) }
@@ -250,8 +252,8 @@ public final class CoreDriver: Driver {
     }
 
     public func fstat(_ h: Int) throws -> PathStatus {
-        let (ino, _) = try handle(h)
-        return try attempt("fstat") { Self.status(try fs.getattr(ino)) }
+        let (ino, _, node) = try handle(h)
+        return try attempt("fstat") { Self.status(try fs.getattr(ino, node: node)) }
     }
 
     private static func status(_ a: Attributes) -> PathStatus {
@@ -338,13 +340,13 @@ public final class CoreDriver: Driver {
         try child.run()
         // SIGKILL: the test process may block SIGTERM, and its children inherit the mask.
         defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
-        for (_, (_, handle)) in handles {
+        for (_, (_, handle, _)) in handles {
             try attempt("close in child \(child.processIdentifier)") { try fs.flush(handle: handle, pid: child.processIdentifier) }
         }
     }
 
     public func stop() {
-        for (_, (_, handle)) in handles { fs.release(handle: handle) }
+        for (_, (_, handle, _)) in handles { fs.release(handle: handle) }
         handles.removeAll()
         fs.stopSchedule()
     }

@@ -85,11 +85,21 @@ extension FileSystem {
     /// have them. One held in passthrough reports the size of the file its readers read,
     /// which is an older version's while a save is landing or once the photo has moved
     /// to a new kernel inode (`KernelNodes`): a reader that maps it maps those bytes and
-    /// no more (a mapping past the end of its file faults).
+    /// no more (a mapping past the end of its file faults). One that the photo left
+    /// while handles wrote through it (a rename handed them another file's bytes, or a
+    /// save by rename left them the version they had open) reports the size of what they
+    /// write: the kernel cuts their reads at its inode's size.
     public func kernelView(_ a: Attributes, node: UInt64? = nil) -> (node: UInt64, attributes: Attributes) {
         // Folders have no generations and are never in passthrough: no lock for them.
         guard a.kind == .file else { return (node ?? a.ino, a) }
-        let node = node ?? kernelNodes.node(of: a.ino)
+        let current = kernelNodes.node(of: a.ino)
+        let node = node ?? current
+        if node != current, let bytes = handles.writer(on: node)?.readable().0, let size = try? bytes.size() {
+            var theirs = a
+            theirs.size = size
+            theirs.blocks = Attributes.blocks(forSize: size)
+            return (node, theirs)
+        }
         guard let size = handles.passthroughSize(node), size != a.size else { return (node, a) }
         var held = a
         held.size = size

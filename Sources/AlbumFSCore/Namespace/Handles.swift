@@ -239,6 +239,28 @@ final class HandleTable: Sendable {
     /// is removed, and of files removed while open).
     func isOpen(_ ino: UInt64) -> Bool { table.withLock { s in s.files.values.contains { $0.ino == ino } } }
 
+    /// The kernel inodes that `writer`'s handles were opened through (a scan: asked when a
+    /// rename hands those handles to another file).
+    func nodes(of writer: Writer) -> Set<UInt64> {
+        table.withLock { s in
+            Set(s.files.values.compactMap { file in
+                if case .writer(let w) = file.state, w === writer { return file.node }
+                return nil
+            })
+        }
+    }
+
+    /// The writer of a handle open for writing through kernel inode `node` (a scan: asked
+    /// only of a kernel inode that its photo has left).
+    func writer(on node: UInt64) -> Writer? {
+        table.withLock { s in
+            for file in s.files.values where file.node == node && file.writes {
+                if case .writer(let writer) = file.state { return writer }
+            }
+            return nil
+        }
+    }
+
     /// The bytes an open handle of inode `ino` reads: its writer's, or a reader's own.
     func descriptor(of ino: UInt64) -> FileDescriptor? {
         let open = table.withLock { s in s.files.values.filter { $0.ino == ino } }

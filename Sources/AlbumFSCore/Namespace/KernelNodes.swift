@@ -72,6 +72,24 @@ extension FileSystem {
         invalidate([.node(node)])
     }
 
+    /// Handles of photo `asset` that a rename handed to another file (`Writer.becamePlain`),
+    /// or that kept the version a save by rename replaced (`Writer.keepReplaced`), stay
+    /// on the kernel inodes they were opened through: the photo moves to new ones,
+    /// its names dropped from the kernel's cache, so that its next lookups and opens share
+    /// neither pages nor a size with them, and the old ones report what the handles write
+    /// (`kernelView`).
+    func moveAway(_ asset: Asset, from writer: Writer) {
+        var moved = false
+        for node in handles.nodes(of: writer) {
+            let ino = KernelNodes.inode(of: node)
+            guard kernelNodes.node(of: ino) == node else { continue }
+            kernelNodes.advance(ino, from: node, inUse: handles.inUse)
+            invalidate([.node(node)])
+            moved = true
+        }
+        if moved { forgetNames(of: asset) }
+    }
+
     /// The last passthrough reader of a kernel inode that its photo has left is gone: the
     /// kernel forgets the attributes it reported (the old version's size), so that a
     /// client still holding that node id (an NFS handle) sees the photo as it is now.

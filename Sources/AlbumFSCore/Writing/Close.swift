@@ -155,13 +155,9 @@ extension FileSystem {
             guard let before, before.sha256 != now.sha256, let version = try? library.openBlob(of: before) else { return }
             if writer.io({ writer.keepReplaced(version) }) {
                 writers.remove(writer)
-                // Their kernel inode would share its pages between them and the photo's
-                // next opens: the photo moves to a new one, as past readers (`KernelNodes`).
-                let node = kernelNodes.node(of: UInt64(asset))
-                if handles.inUse(node) {
-                    kernelNodes.advance(UInt64(asset), from: node, inUse: handles.inUse)
-                    invalidate([.node(node)])
-                }
+                // Their kernel inode would share its pages and its size between them and
+                // the photo's next opens: the photo moves to a new one.
+                moveAway(now, from: writer)
                 Log.info("inode \(writer.ino): its open handles keep the version \(name) replaced; what they write is not saved")
             }
         case .clean, .committing, .removed:

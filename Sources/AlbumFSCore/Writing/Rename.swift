@@ -295,7 +295,10 @@ extension FileSystem {
     ///   file's do on a disk: the writer's private copy becomes the plain file's bytes
     ///   (linked there, its staging name removed), the writer becomes the plain file's
     ///   (its handles write on into it, its close is a plain file's), and the photo,
-    ///   with no writer left, shows its last version where it still is.
+    ///   with no writer left, shows its last version where it still is;
+    /// - a copy of the photo's current version, when handles have it open for writing
+    ///   with nothing written yet: they go with the name all the same, so that what
+    ///   they write next is the plain file's and never reaches the photo.
     private func hidePhotoEntry(_ asset: Asset, from: Item, name: String, to: Item, newName: String,
                                 replacing replacedPlain: PlainFile?) throws {
         try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
@@ -304,18 +307,29 @@ extension FileSystem {
         // Inside the writer's `io`: no close commits those bytes meanwhile.
         let handedOver: Bool = try withIO(writer) {
             let pending = writer?.pendingCopy()
-            let own = pending != nil || writer?.isEmptied == true ? try newInodeNumber() : nil
-            if let own {
-                try explained("cannot make \(newName)") {
-                    if let pending {
-                        try library.files.link(pending, to: .plainFile(own))
-                    } else {
-                        _ = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
-                    }
-                    try library.files.syncFolder(.plainFiles)
-                }
-            }
+            // Handles open for writing that wrote nothing yet go with the name as well:
+            // what they write next is the plain file's, never the photo's.
+            let untouched = pending == nil && writer?.holdsCurrentBytesOpen == true
+            let own = pending != nil || untouched || writer?.isEmptied == true ? try newInodeNumber() : nil
+            var copy: FileDescriptor?
             do {
+                if let own {
+                    try explained("cannot make \(newName)") {
+                        if let pending {
+                            try library.files.link(pending, to: .plainFile(own))
+                        } else {
+                            let made = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+                            if untouched {
+                                // Synced before the row names it: the photo may leave its last folder here.
+                                try SystemCalls.copyAll(from: try library.openBlob(of: asset), to: made, length: asset.size)
+                                try made.setModificationTime(nanoseconds: asset.mtimeNanoseconds)  // a rename keeps it
+                                try made.sync()
+                                copy = made
+                            }
+                        }
+                        try library.files.syncFolder(.plainFiles)
+                    }
+                }
                 try library.write { tx in
                     if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
                     try remove(asset, as: name, by: removal, tx)
@@ -330,15 +344,22 @@ extension FileSystem {
                 if let own { discard(.plainFile(own)) }
                 throw error
             }
-            if let pending, let own, let writer {
-                writer.becamePlain(own)
-                writers.becamePlain(writer, own)
-                discard(pending)
+            if let own, let writer {
+                if let pending {
+                    writer.becamePlain(own)
+                    discard(pending)
+                } else if let copy {
+                    writer.becamePlain(own, own: copy)
+                }
+                if pending != nil || copy != nil {
+                    writers.becamePlain(writer, own)
+                    moveAway(asset, from: writer)
+                }
             }
-            return pending != nil
+            return pending != nil || copy != nil
         }
         if handedOver {
-            Log.info("\(name) was renamed to \(newName) while being written: the bytes being written are that plain file's, and \(asset.name) shows its last version")
+            Log.info("\(name) was renamed to \(newName) while open for writing: what its handles write is that plain file's, and \(asset.name) shows its last version")
         }
         if let replacedPlain { removePlainBytes(replacedPlain) }
         if from.ino == to.ino && Rules.keepsSaves(Rules.Folder(from)) {

@@ -250,6 +250,29 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// Whether handles are open on this photo's writer with nothing written since its
+    /// last version (its bytes are the photo's current ones, none of them closing). A
+    /// rename of the photo to a plain name takes them along all the same: the file the
+    /// name becomes gets a copy of those bytes (`becamePlain(_:own:)`). Inside `io`.
+    var holdsCurrentBytesOpen: Bool {
+        withLock {
+            guard openCount > 0, case .asset = target, phase == .clean, case .current = bytes else { return false }
+            return true
+        }
+    }
+
+    /// The photo's name these handles had open, with nothing written, became plain file
+    /// `id`, whose bytes are `own` (a copy of the photo's current ones, made by the
+    /// caller): from here on this is that file's writer, clean, written in place. Inside
+    /// `io`.
+    func becamePlain(_ id: Int64, own: FileDescriptor) {
+        withLock {
+            target = .plain(id)
+            bytes = .own(own)
+            stream = nil
+        }
+    }
+
     /// Whether handles are open on this photo's writer, none of them closing now, and
     /// nothing superseded them: a rename of the photo takes them along. Inside `io`.
     var movesWithRename: Bool {
