@@ -514,6 +514,27 @@ struct SaveTests {
         #expect(try f.versions() == 1)
     }
 
+    /// The same in All Photos, where the photo leaves for Recently Deleted: what the
+    /// handle cuts, writes and dates is still the renamed file, never the photo (a
+    /// review found `ftruncate` refused there, the photo being deleted, and `futimens`
+    /// dating the photo).
+    @Test(arguments: Kind.allCases)
+    func aPhotoRenamedToAPlainNameInAllPhotosWhileOpenForWritingKeepsItsHandles(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let photoMtime = try f.fs.stat("All Photos/P.jpg").mtimeNs
+        let h = try f.fs.open("All Photos/P.jpg", O_RDWR, mode: 0)
+        try f.fs.rename("All Photos/P.jpg", "All Photos/.P.jpg.bak")
+        #expect(try f.names("Smart Albums/Recently Deleted") == ["P.jpg"])
+        try f.fs.truncate(h, to: 5)
+        try f.fs.setMtime(h, nanoseconds: 1_000_000_000_000_000_000)
+        try f.fs.write(h, Array("xyz".utf8), at: 5)
+        try f.fs.close(h)
+        #expect(try f.fs.get("All Photos/.P.jpg.bak") == Array(Fixture.photoP[..<5]) + Array("xyz".utf8))
+        #expect(try f.fs.get("Smart Albums/Recently Deleted/P.jpg") == Fixture.photoP)
+        #expect(try f.fs.stat("Smart Albums/Recently Deleted/P.jpg").mtimeNs == photoMtime)
+        #expect(try f.versions() == 1)
+    }
+
     /// truncate(1) by path of a photo a viewer holds open: `stat` shows the new size (the
     /// plain-directory oracle found the old one, the size of the version the viewer's
     /// kernel inode reads in passthrough), and the viewer reads the version it opened.

@@ -53,6 +53,11 @@ def is_photo(path):
         return False
 
 
+def real_folder(rel):
+    """The folder whose file `rel` reads or writes: a link's target's (cp follows links)."""
+    return os.path.dirname(os.path.relpath(os.path.realpath(at(plain, rel)), plain))
+
+
 def pick():
     return os.path.join(rnd.choice(dirs), rnd.choice(names))
 
@@ -99,7 +104,7 @@ def step():
         def copy(root):
             # Into a folder named as the target (`cp d1/b.jpg d2` puts d2/b.jpg).
             target = os.path.join(b, os.path.basename(a)) if os.path.isdir(at(plain, b)) else b
-            if is_photo(at(plain, a)) and os.path.dirname(os.path.normpath(a)) != os.path.dirname(os.path.normpath(target)):
+            if is_photo(at(plain, a)) and real_folder(a) != real_folder(target):
                 return 'a photo into another folder: not copied'
             return shutil.copy2(at(root, a), at(root, b)) and None
         return 'cp -p %s %s' % (a, b), copy

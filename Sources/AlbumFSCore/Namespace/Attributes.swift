@@ -92,9 +92,8 @@ extension FileSystem {
     public func kernelView(_ a: Attributes, node: UInt64? = nil) -> (node: UInt64, attributes: Attributes) {
         // Folders have no generations and are never in passthrough: no lock for them.
         guard a.kind == .file else { return (node ?? a.ino, a) }
-        let current = kernelNodes.node(of: a.ino)
-        let node = node ?? current
-        if node != current, let bytes = handles.writer(on: node)?.readable().0, let size = try? bytes.size() {
+        let node = node ?? kernelNodes.node(of: a.ino)
+        if let bytes = writerLeftOn(node)?.readable().0, let size = try? bytes.size() {
             var theirs = a
             theirs.size = size
             theirs.blocks = Attributes.blocks(forSize: size)

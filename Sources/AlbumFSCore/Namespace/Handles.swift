@@ -250,15 +250,39 @@ final class HandleTable: Sendable {
         }
     }
 
-    /// The writer of a handle open for writing through kernel inode `node` (a scan: asked
-    /// only of a kernel inode that its photo has left).
+    /// Whether a handle open for writing has `writer`'s bytes (a scan: asked when a
+    /// rename would hand them to another file).
+    func writes(_ writer: Writer) -> Bool {
+        table.withLock { s in
+            s.files.values.contains { file in
+                if file.writes, case .writer(let w) = file.state { return w === writer }
+                return false
+            }
+        }
+    }
+
+    /// The writer of the handles open for writing through kernel inode `node`, when they
+    /// are all it holds: a kernel inode that also serves readers of the photo's own
+    /// bytes has the photo's size. A scan, asked only of a kernel inode that its photo
+    /// has left, and only while it has cached opens (writers are never in passthrough).
     func writer(on node: UInt64) -> Writer? {
         table.withLock { s in
-            for file in s.files.values where file.node == node && file.writes {
-                if case .writer(let writer) = file.state { return writer }
+            guard let io = s.nodes[node], io.cachedHandles > 0 else { return nil }
+            var found: Writer?
+            for file in s.files.values where file.node == node {
+                switch file.state {
+                case .readOnly: return nil
+                case .writer(let writer) where file.writes: found = found ?? writer
+                case .writer: break
+                }
             }
-            return nil
+            return found
         }
+    }
+
+    /// Whether a handle open for writing is open through kernel inode `node`.
+    func writesThrough(_ node: UInt64) -> Bool {
+        table.withLock { s in s.files.values.contains { $0.node == node && $0.writes } }
     }
 
     /// The bytes an open handle of inode `ino` reads: its writer's, or a reader's own.

@@ -73,8 +73,9 @@ extension FileSystem {
     }
 
     /// Handles of photo `asset` that a rename handed to another file (`Writer.becamePlain`),
-    /// or that kept the version a save by rename replaced (`Writer.keepReplaced`), stay
-    /// on the kernel inodes they were opened through: the photo moves to new ones,
+    /// or that kept the version a save by rename replaced (`Writer.keepReplaced`) or their
+    /// own superseded bytes (`Close.supersedePendingBytes`), stay on the kernel inodes
+    /// they were opened through: the photo moves to new ones,
     /// its names dropped from the kernel's cache, so that its next lookups and opens share
     /// neither pages nor a size with them, and the old ones report what the handles write
     /// (`kernelView`).
@@ -90,12 +91,23 @@ extension FileSystem {
         if moved { forgetNames(of: asset) }
     }
 
-    /// The last passthrough reader of a kernel inode that its photo has left is gone: the
-    /// kernel forgets the attributes it reported (the old version's size), so that a
-    /// client still holding that node id (an NFS handle) sees the photo as it is now.
+    /// The writer of the handles that kernel inode `node` serves now that its photo has
+    /// left it (`moveAway`); nil for the current kernel inode of its number.
+    func writerLeftOn(_ node: UInt64) -> Writer? {
+        guard kernelNodes.node(of: KernelNodes.inode(of: node)) != node else { return nil }
+        return handles.writer(on: node)
+    }
+
+    /// The last passthrough reader, or the last handle open for writing, of a kernel inode
+    /// that its photo has left is gone: the kernel forgets the attributes it reported (the
+    /// old version's size, or the size of what the handles wrote), so that a client still
+    /// holding that node id (an NFS handle) sees the photo as it is now.
     func forgetLeftKernelInode(_ file: OpenFile) {
-        guard case .passthrough = file.mode, file.node != kernelNodes.node(of: file.ino),
-              !handles.inPassthrough(file.node) else { return }
+        guard file.node != kernelNodes.node(of: file.ino) else { return }
+        switch file.mode {
+        case .passthrough: guard !handles.inPassthrough(file.node) else { return }
+        case .cached: guard file.writes, !handles.writesThrough(file.node) else { return }
+        }
         invalidate([.node(file.node)])
     }
 }

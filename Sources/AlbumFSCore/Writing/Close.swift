@@ -167,6 +167,7 @@ extension FileSystem {
         case .emptied, .dirty, .refused, .failed:
             writer.removed()
             writers.remove(writer)
+            moveAway(now, from: writer)
             Log.info("inode \(writer.ino): the bytes its open handles were writing are superseded by \(name), which became that photo's next version; they will not be saved")
         }
     }

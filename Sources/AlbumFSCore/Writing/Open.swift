@@ -363,6 +363,15 @@ extension FileSystem {
         // in place): no page read ahead from before it may answer after it.
         listingAhead.changed()
         defer { listingAhead.changed() }
+        // A handle that a rename handed to another file (a photo renamed to a plain name,
+        // or over another photo, while open for writing): what it changes is that file,
+        // whatever number the kernel asks by; the reply is about the kernel inode it holds.
+        // The kernel names the handle for ftruncate only; futimens comes through the
+        // kernel inode, which the photo has left (`moveAway`).
+        if let handed = writer(ofHandle: changes.handle) ?? node.flatMap(writerLeftOn), handed.targetIno != ino {
+            _ = try setattr(handed.targetIno, changes)
+            return try getattr(ino, node: node)
+        }
         guard let item = try item(ino) else {
             // ftruncate and futimens of a plain file removed while open.
             if let a = try setUnlinkedAttributes(ino, changes) { return a }

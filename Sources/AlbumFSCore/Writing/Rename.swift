@@ -309,7 +309,8 @@ extension FileSystem {
             let pending = writer?.pendingCopy()
             // Handles open for writing that wrote nothing yet go with the name as well:
             // what they write next is the plain file's, never the photo's.
-            let untouched = pending == nil && writer?.holdsCurrentBytesOpen == true
+            // (A copy of the whole photo: only for a handle that writes, never for readers.)
+            let untouched = pending == nil && writer.map { $0.holdsCurrentBytesOpen && handles.writes($0) } == true
             let own = pending != nil || untouched || writer?.isEmptied == true ? try newInodeNumber() : nil
             var copy: FileDescriptor?
             do {
