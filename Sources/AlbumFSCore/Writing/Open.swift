@@ -342,6 +342,19 @@ extension FileSystem {
         }
     }
 
+    /// The number of the file whose bytes `writer` has, when that is not the file `ino`
+    /// names (a rename handed them on); nil when it is (a photo's writer asked by an
+    /// album entry's own number included).
+    private func file(of writer: Writer, elsewhereThan ino: UInt64) throws -> UInt64? {
+        switch writer.withLock({ writer.target }) {
+        case .plain(let id):
+            return UInt64(id) == ino ? nil : UInt64(id)
+        case .asset(let id):
+            if case .asset(let asset)? = try item(ino), asset.id == id { return nil }
+            return UInt64(id)
+        }
+    }
+
     /// The writer whose bytes an ftruncate through `handle` cuts: the handle's own, which
     /// need not be the writer its inode number has now (a photo renamed while handles
     /// write into it hands them to the file the name became; a save by rename over a
@@ -368,8 +381,9 @@ extension FileSystem {
         // whatever number the kernel asks by; the reply is about the kernel inode it holds.
         // The kernel names the handle for ftruncate only; futimens comes through the
         // kernel inode, which the photo has left (`moveAway`).
-        if let handed = writer(ofHandle: changes.handle) ?? node.flatMap(writerLeftOn), handed.targetIno != ino {
-            _ = try setattr(handed.targetIno, changes)
+        if let handed = writer(ofHandle: changes.handle) ?? node.flatMap(writerLeftOn),
+           let elsewhere = try file(of: handed, elsewhereThan: ino) {
+            _ = try setattr(elsewhere, changes)
             return try getattr(ino, node: node)
         }
         guard let item = try item(ino) else {
