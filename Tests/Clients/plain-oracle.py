@@ -3,10 +3,12 @@
 directory and on an album, each step compared (the call's result or errno, then every
 name, type, size, mode and byte of both trees).
 
-    plain-oracle.py PLAIN ALBUM PHOTOS SEED STEPS
+    plain-oracle.py PLAIN ALBUM PHOTOS SEED STEPS [modes]
 
 PLAIN and ALBUM are empty directories; PHOTOS is a folder of JPEGs. Exit 0 when both
-trees agreed after every step; 1 with the first difference on stdout.
+trees agreed after every step; 1 with the first difference on stdout. With `modes`,
+`chmod` by path and `fchmod` through handles are among the operations too (modes the
+mount's umask leaves alone); without it a seed plays the sequence it always played.
 
 Three differences are the contract's, not defects, and are taken as they come: bytes that
 are no photo written into a photo, or renamed over one, are refused with EINVAL (the
@@ -30,6 +32,7 @@ import sys
 import time
 
 plain, album, photo_dir, seed, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+modes = sys.argv[6:] == ['modes']
 roots = (plain, album)
 rnd = random.Random(seed)
 photos = [open(os.path.join(photo_dir, n), 'rb').read() for n in sorted(os.listdir(photo_dir)) if n.lower().endswith('.jpg')]
@@ -51,6 +54,21 @@ def is_photo(path):
             return f.read(2) == b'\xff\xd8'
     except OSError:
         return False
+
+
+def mode_a_save_keeps(root, source, rel):
+    """In the plain tree, with `modes`: the mode photo `rel` keeps when photo bytes at
+    `source` are renamed over it, where the album keeps the photo's own mode (the
+    contract's save keeps the photo; a temporary file's mode that every new file has,
+    or mkstemp's 0600, says nothing: docs/namespace.md, "Saving"). None otherwise."""
+    target = at(plain, rel)
+    if not modes or root != plain or os.path.basename(target).startswith('.') or os.path.islink(source):
+        return None
+    if not os.path.isfile(target) or os.path.islink(target) or not is_photo(target) or not is_photo(source):
+        return None
+    if os.lstat(source).st_mode & 0o777 not in (0o644, 0o600):
+        return None
+    return os.lstat(target).st_mode & 0o777
 
 
 def real_folder(rel):
@@ -80,7 +98,10 @@ def step():
     """One random operation: (description, function of a root)."""
     k = rnd.choice(['write'] * 3 + ['append', 'rename', 'rename', 'unlink', 'mkdir', 'rmdir', 'truncate', 'symlink',
                                     'read', 'save', 'copy', 'open', 'open', 'pwrite', 'pwrite', 'pread', 'close',
-                                    'ftruncate', 'mvdir'])
+                                    'ftruncate', 'mvdir'] + (['chmod', 'fchmod'] if modes else []))
+    if k == 'chmod':
+        rel, mode = pick(), rnd.choice([0o600, 0o640, 0o644, 0o700, 0o755])
+        return 'chmod %o %s' % (mode, rel), lambda root: os.chmod(at(root, rel), mode)
     if k in ('write', 'save'):
         rel = pick()
         data, what = content()
@@ -91,7 +112,10 @@ def step():
             temp = os.path.join(os.path.dirname(at(root, rel)), '.save.tmp')
             with open(temp, 'wb') as f:
                 f.write(data)
+            keep = mode_a_save_keeps(root, temp, rel)
             os.replace(temp, at(root, rel))
+            if keep is not None:
+                os.chmod(at(root, rel), keep)
         return 'save %s as %s' % (what, rel), save
     if k == 'append':
         rel = pick()
@@ -99,7 +123,12 @@ def step():
     if k in ('rename', 'copy'):
         a, b = pick(), pick()
         if k == 'rename':
-            return 'mv %s %s' % (a, b), lambda root: os.rename(at(root, a), at(root, b))
+            def rename(root):
+                keep = mode_a_save_keeps(root, at(root, a), b)
+                os.rename(at(root, a), at(root, b))
+                if keep is not None:
+                    os.chmod(at(root, b), keep)
+            return 'mv %s %s' % (a, b), rename
 
         def copy(root):
             # Into a folder named as the target (`cp d1/b.jpg d2` puts d2/b.jpg).
@@ -151,6 +180,8 @@ def step():
             return rel, 'the version it opened' if keeps else hashlib.md5(content).hexdigest()
         if k == 'ftruncate':
             return rel, os.ftruncate(fd, offset)
+        if k == 'fchmod':
+            return rel, os.fchmod(fd, 0o600 if offset == 0 else 0o640 if offset == 5 else 0o755)
         del handles[root][n]
         return rel, os.close(fd)
     return '%s handle %d at %d' % (k, n, offset), on_handle

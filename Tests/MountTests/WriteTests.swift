@@ -84,19 +84,22 @@ final class WriteTests: MountTestCase {
     /// plain; `truncate` by path of a photo a viewer holds; a photo renamed while a
     /// handle writes into it); 421, 443 and 483 too (a photo renamed over another while
     /// a handle writes into it; a handle kept open across a save by rename); 568 (a
-    /// photo renamed to a name that stays plain while open for writing, nothing written).
+    /// photo renamed to a name that stays plain while open for writing, nothing written);
+    /// 1002 and 1046 play `chmod` and `fchmod` too (1046 found a save's mode).
     func testRandomSequencesEndAsInAPlainDirectory() throws {
         // A photo truncated and closed empty keeps its empty copy in staging/ for its
         // minute (the next bytes closed under it are its next version), longer than this
         // test: the daemon holds those copies at its end. And the thumbnails made ahead,
         // which start once imports are quiet, that is as this test ends, read blobs.
         mount.mayHoldAtEnd = [lib + "/staging/version-", lib + "/originals/"]
-        for (seed, steps) in (1...8).map({ ($0, 200) }) + [127, 136, 146, 148, 293, 421, 443, 483, 568].map({ ($0, 400) }) {
+        let seeds = (1...8).map({ ($0, 200, false) }) + [127, 136, 146, 148, 293, 421, 443, 483, 568].map({ ($0, 400, false) })
+            + [1002, 1046].map({ ($0, 400, true) })
+        for (seed, steps, modes) in seeds {
             let plain = temp.sub("oracle-\(seed)")
             try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
             try sh("mkdir Albums/oracle-\(seed)")
             let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-oracle.py", plain,
-                                                    m + "/Albums/oracle-\(seed)", gps, "\(seed)", "\(steps)"])
+                                                    m + "/Albums/oracle-\(seed)", gps, "\(seed)", "\(steps)"] + (modes ? ["modes"] : []))
             // A stall is said on stderr, with what the daemon was logging then.
             if !run.stderr.isEmpty {
                 print("plain-oracle.py, seed \(seed):\n" + run.stderr + "\nthe daemon's log, last lines:\n"

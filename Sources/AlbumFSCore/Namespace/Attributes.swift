@@ -200,6 +200,21 @@ extension FileSystem {
     static let defaultFileMode: UInt32 = 0o666
     static let defaultFolderMode: UInt32 = 0o777
 
+    /// The mode a save's temporary file (`mode`, nil for the default) gives the photo it
+    /// is renamed over, as its next version: its own when it was set on purpose (rsync
+    /// gives its temporary file the source's mode; vim and exiftool copy the photo's);
+    /// nil, the photo keeping its own, when it shows as every new file does (0644 under
+    /// the default umask) or as `mkstemp`'s 0600 (Python's atomic saves): those say
+    /// nothing of what the photo should be, and a photo made private stays so, one
+    /// shared with a group is not made private. A disk gives the photo the temporary
+    /// file's mode in every case.
+    func modeASaveGives(_ mode: UInt32?) -> UInt32? {
+        guard let mode = mode.map({ $0 & 0o1777 }) else { return nil }
+        let shown = mode & ~options.umask
+        guard shown != Self.defaultFileMode & ~options.umask, shown != 0o600 else { return nil }
+        return mode
+    }
+
     /// Folders report one link: the count of their subfolders is not worth a query on
     /// every stat, and 1 tells find(1) not to count on it (as btrfs does).
     func folderAttributes(ino: UInt64, writable: Bool, mtimeNs: Int64, ctimeNs: Int64) -> Attributes {

@@ -98,6 +98,8 @@ extension FileSystem {
     /// synced by the caller); this landing owns that placement from here, and takes it
     /// back if its transaction fails.
     /// `inFlight`: the caller marked these bytes as being placed (`BlobsInFlight`).
+    /// `mode`: the arriving file's, when not the default; a new version takes it only as
+    /// `modeASaveGives` says.
     func land(_ bytes: PhotoBytes, as name: String, in folder: Item, destiny: Destiny, fileID: Int64,
               explicitMtimeNs: Int64?, mode: UInt32?, placed: BlobStore.Placement? = nil, inFlight: Bool = false,
               clear: (Transaction) throws -> Void) throws -> Landed {
@@ -119,6 +121,9 @@ extension FileSystem {
                     let before = try tx.asset(id: photo.id) ?? photo
                     let backup = try saveVersion(tx, of: before, bytes: bytes, explicitMtimeNs: explicitMtimeNs,
                                                  vacated: vacated, folder: folder, name: name)
+                    if let given = modeASaveGives(mode), given != (before.mode ?? Self.defaultFileMode) {
+                        try tx.setMode(photo.id, given)
+                    }
                     if fileID != photo.id { try tx.addAlias(ino: fileID, asset: photo.id) }
                     return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
                 case .existing(let asset, let destination):

@@ -384,6 +384,7 @@ extension FileSystem {
         if let handed = writer(ofHandle: changes.handle) ?? node.flatMap(writerLeftOn),
            let elsewhere = try file(of: handed, elsewhereThan: ino) {
             _ = try setattr(elsewhere, changes)
+            invalidate([.attributes(elsewhere)])  // asked by another number: the kernel's are stale
             return try getattr(ino, node: node)
         }
         guard let item = try item(ino) else {

@@ -110,9 +110,9 @@ extension FileSystem {
             if case .stayPlain = fate { return try plainMove() }
             let photo = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs,
                                    file: file.blobSHA256 == nil ? hashed : nil)
-            let mode = file.mode & 0o1777 == Self.defaultFileMode || file.mode & 0o1777 == 0o600 ? nil : file.mode & 0o1777
             let landed = try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
-                                  explicitMtimeNs: file.explicitMtimeNs, mode: mode) { tx in
+                                  explicitMtimeNs: file.explicitMtimeNs,
+                                  mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777) { tx in
                 if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
                 try tx.deletePlainFile(file.id, becomingPhoto: true)
             }
@@ -251,7 +251,7 @@ extension FileSystem {
             let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: asset.metadata,
                                    writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
             let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: vacated),
-                                  fileID: asset.id, explicitMtimeNs: nil, mode: nil) { tx in
+                                  fileID: asset.id, explicitMtimeNs: nil, mode: asset.mode) { tx in
                 if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
                 if vanishes {
                     try tx.vanish(asset.id, into: photo.id)
