@@ -15,9 +15,11 @@ are no photo written into a photo, or renamed over one, are refused with EINVAL 
 photo unchanged), where a plain directory takes them; then the plain tree is made the
 album's again (open handles closed on both sides) and the run goes on. Each photo's
 bytes are written once per run and copied only within a folder: a copy into another
-folder is the same photo there (a membership), which a later save changes in both. A
-photo opened only to read keeps reading the version it opened while a writer makes the
-next; reads through such a handle are not compared.
+folder is the same photo there (a membership), which a later save changes in both (so
+photo bytes that a hidden file holds beside the photo are not renamed into another
+folder either). A photo opened only to read keeps reading the version it opened while a
+writer makes the next; reads through such a handle are not compared, nor is `fchmod`
+through it played (after a save by rename its file is, on a disk, the version replaced).
 
 Bookkeeping that takes over 2 s (reading the album, closing the handles, copying the
 album) is said on stderr: the mount stalled. (The album is copied here, not with rsync,
@@ -69,6 +71,25 @@ def mode_a_save_keeps(root, source, rel):
     if os.lstat(source).st_mode & 0o777 not in (0o644, 0o600):
         return None
     return os.lstat(target).st_mode & 0o777
+
+
+def copy_elsewhere(source, rel):
+    """Whether renaming `source` to `rel` would bring photo bytes to a visible name in a
+    folder while another file in another folder holds the same bytes (a copy that went
+    there through a hidden name): the album then makes them that photo, as a copy into
+    another folder does."""
+    full = at(plain, source)
+    if os.path.basename(at(plain, rel)).startswith('.') or os.path.islink(full) or not is_photo(full):
+        return False
+    data = open(full, 'rb').read()
+    target = real_folder(rel)
+    for folder, _, files in os.walk(plain):
+        here = os.path.normpath(os.path.relpath(folder, plain)).lstrip('.')
+        for name in files:
+            other = os.path.join(folder, name)
+            if here != target and other != full and not os.path.islink(other) and open(other, 'rb').read() == data:
+                return True
+    return False
 
 
 def real_folder(rel):
@@ -123,7 +144,13 @@ def step():
     if k in ('rename', 'copy'):
         a, b = pick(), pick()
         if k == 'rename':
+            decided = []  # asked of the plain tree before it changes, for both roots
+
             def rename(root):
+                if not decided:
+                    decided.append(copy_elsewhere(a, b))
+                if decided[0]:
+                    return 'photo bytes another folder holds too: not moved'
                 keep = mode_a_save_keeps(root, at(root, a), b)
                 os.rename(at(root, a), at(root, b))
                 if keep is not None:
@@ -181,6 +208,8 @@ def step():
         if k == 'ftruncate':
             return rel, os.ftruncate(fd, offset)
         if k == 'fchmod':
+            if keeps:  # its file may be a version a save replaced: here, the photo
+                return rel, 'not played on a photo opened to read'
             return rel, os.fchmod(fd, 0o600 if offset == 0 else 0o640 if offset == 5 else 0o755)
         del handles[root][n]
         return rel, os.close(fd)
