@@ -42,6 +42,17 @@ final class Fixture {
     static let photoC = sample("DSCN0025.jpg")
     static let text = Array("notes, not a photo\n".utf8)
 
+    /// `bytes` as exiftool leaves them after `arguments` (`-XMP-dc:Subject=x`, `-all=`).
+    static func edited(_ bytes: [UInt8], _ arguments: [String]) throws -> [UInt8] {
+        let temp = TempDirectory("albumfs-exiftool")
+        defer { temp.remove() }
+        let path = temp.path + "/in.jpg"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let run = try Processes.run("/usr/bin/exiftool", ["-q", "-overwrite_original"] + arguments + [path])
+        guard run.status == 0 else { throw POSIXError(.EIO) }
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
     init(_ kind: Kind) throws {
         temp = TempDirectory("albumfs-behaviour")
         lib = temp.sub("lib")

@@ -47,7 +47,7 @@ public struct Asset: Sendable, Equatable {
         m.height = height
         m.orientation = orientation
         m.rotation = rotation
-        if takenSource == .exif || takenSource == .video {
+        if takenSource == .exif || takenSource == .video || takenSource == .xmp {
             m.capture = CaptureDate(instant: takenAt, offsetMinutes: takenOffset, source: takenSource)
         }
         m.latitude = latitude

@@ -85,8 +85,14 @@ extension Transaction {
             INSERT INTO aliases(ino, asset_id, own_number) VALUES (?, ?, ?)
             ON CONFLICT(ino) DO UPDATE SET asset_id = excluded.asset_id, own_number = excluded.own_number
             """, ino, asset, keepsItsNumber)
-        try db.run("INSERT INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ? ON CONFLICT DO NOTHING", asset, ino)
+        try copyAttributes(of: ino, to: asset)
         try db.run("DELETE FROM xattrs WHERE ino = ?", ino)
+    }
+
+    /// Gives `asset` the attributes stored on number `ino` that it has none of by that
+    /// name (its own values win).
+    public func copyAttributes(of ino: Int64, to asset: Int64) throws {
+        try db.run("INSERT INTO xattrs(ino, name, value) SELECT ?, name, value FROM xattrs WHERE ino = ? ON CONFLICT DO NOTHING", asset, ino)
     }
 
     /// Moves an asset to Recently Deleted; its memberships are kept for a restore, and

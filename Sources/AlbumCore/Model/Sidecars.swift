@@ -99,6 +99,22 @@ extension LibraryRecords {
         } ?? Descriptive()
     }
 
+    /// All that the asset's current bytes said when they were read, for bytes that become
+    /// another photo's version without being read again (a temporary photo renamed over
+    /// it, a copy by `copy_file_range`): `Asset.metadata` with what photo tools wrote
+    /// (rating, keywords, caption) and what its kinds were read from. Without them the
+    /// version's reading would wipe the rating and keywords a tool had just saved.
+    public func bytesMetadata(of asset: Asset) throws -> MediaMetadata {
+        var m = asset.metadata
+        let d = try embeddedDescriptive(ofAsset: asset.id)
+        m.rating = d.rating
+        m.keywords = d.keywords
+        m.caption = d.caption
+        if asset.kinds.contains(.animated) { m.pageCount = max(m.pageCount, 2) }
+        if asset.kinds.contains(.screenshot), m.make == nil { m.userComment = "Screenshot" }
+        return m
+    }
+
     /// What the XMP sidecars beside an asset say, first sidecar first.
     public func sidecarReadings(of asset: Asset) throws -> [MediaMetadata] {
         try sidecars(of: asset).compactMap { file in

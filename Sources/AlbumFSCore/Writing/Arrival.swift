@@ -124,7 +124,16 @@ extension FileSystem {
                     if let given = modeASaveGives(mode), given != (before.mode ?? Self.defaultFileMode) {
                         try tx.setMode(photo.id, given)
                     }
-                    if fileID != photo.id { try tx.addAlias(ino: fileID, asset: photo.id) }
+                    if fileID != photo.id {
+                        // The arriving file's number now stands for the photo, and its
+                        // attributes go to it; but a photo renamed over this one that lives
+                        // on (in other folders, in Recently Deleted) keeps both.
+                        if try tx.asset(id: fileID) == nil {
+                            try tx.addAlias(ino: fileID, asset: photo.id)
+                        } else {
+                            try tx.copyAttributes(of: fileID, to: photo.id)
+                        }
+                    }
                     return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
                 case .existing(let asset, let destination):
                     _ = try tx.addExisting(asset.id, destination: destination)
@@ -195,6 +204,9 @@ extension FileSystem {
         if photo.sha256 != bytes.sha256 || explicitMtimeNs != nil {
             try tx.addVersion(of: photo.id, sha256: bytes.sha256, size: bytes.size, metadata: bytes.metadata,
                               mtimeNs: explicitMtimeNs ?? bytes.writtenNs)
+            // An mtime the tool set (cp -p, rsync -t) dates a photo whose bytes carry no
+            // date, as it does at an import.
+            if let explicitMtimeNs, bytes.metadata.capture == nil { try tx.setMtime(photo.id, nanoseconds: explicitMtimeNs) }
         }
         guard let vacated else { return nil }
         var backupLeft = false

@@ -323,7 +323,8 @@ extension FileSystem {
             try finishIfUnfinished(writer)
             return .keptPlain
         }
-        let bytes = PhotoBytes(sha256: clone.sha256, size: clone.size, metadata: clone.metadata, writtenNs: nowNanoseconds(), file: nil)
+        let bytes = PhotoBytes(sha256: clone.sha256, size: clone.size, metadata: try library.read { try $0.bytesMetadata(of: clone) },
+                               writtenNs: nowNanoseconds(), file: nil)
         let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: file.id,
                               explicitMtimeNs: writer.withLock({ writer.explicitMtimeNs }) ?? file.explicitMtimeNs,
                               mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777) { tx in

@@ -157,11 +157,13 @@ extension FileSystem {
         let showsNoBytes = showsNoBytes(asset.id)
 
         if Names.staysPlain(newName) {
+            saves.backupMoved(folder: from.ino, name: name)
             return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
         }
         if showsNoBytes, let over {
             throw FSError(EINVAL, "refused to put \(name) over \(over.name): \(name) was truncated to nothing, and an empty file is no photo; both are unchanged")
         }
+        saves.backupMoved(folder: from.ino, name: name)
 
         // Over another photo, or onto the name a photo left moments ago: a save.
         let vacated = over == nil && !showsNoBytes && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
@@ -248,7 +250,7 @@ extension FileSystem {
             // A temporary file whose close brought a photo back from Recently Deleted (the
             // same bytes): that photo goes back as it was, its name and deletion time.
             let restored = fresh == nil ? restoredByClose(asset, in: from) : nil
-            let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: asset.metadata,
+            let bytes = PhotoBytes(sha256: asset.sha256, size: asset.size, metadata: try library.read { try $0.bytesMetadata(of: asset) },
                                    writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
             let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: vacated),
                                   fileID: asset.id, explicitMtimeNs: nil, mode: asset.mode) { tx in

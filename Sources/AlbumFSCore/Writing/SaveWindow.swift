@@ -123,6 +123,18 @@ final class SaveWindow: Sendable {
         state.withLock { _ = $0.vacated.removeValue(forKey: Slot(folder: folder, name: name)) }
     }
 
+    /// The photo shown as `name` in `folder` is renamed or moved on: if `name` was the
+    /// backup of a save under way, that save is over, and the name it left is an ordinary
+    /// free name again. (Bytes written there then would otherwise be the next version of
+    /// the photo the user renamed on purpose, which on a disk keeps its bytes.)
+    func backupMoved(folder: UInt64, name: String) {
+        let key = Names.key(name)
+        state.withLock { s in
+            guard !s.vacated.isEmpty else { return }
+            s.vacated = s.vacated.filter { !($0.key.folder == folder && Names.key($0.value.renamedTo) == key) }
+        }
+    }
+
     /// `asset` became a photo by a close in `folder` just now.
     func madeByClose(_ asset: Int64, in folder: UInt64, writtenNs: Int64, now: Int64 = nowNanoseconds()) {
         state.withLock { s in Self.keep(Fresh(folder: folder, atNs: now, writtenNs: writtenNs), as: asset, in: &s.fresh) }
