@@ -76,6 +76,24 @@ final class SidecarTests: MountTestCase {
         try sh("test ! -e 'All Photos/IMG_2.THM'")
     }
 
+    /// `rm` of the photo in the album where its sidecar is: the sidecar stays there, a
+    /// plain file, and no longer belongs to the photo, so the date it gave goes too (a
+    /// review found the tags gone but the date and its By Date folder kept).
+    func testRemovedFromTheSidecarsFolderThePhotoLosesTheDateItGave() throws {
+        try sh("mkdir Albums/Other && cp \(q(try bareCopy("IMG_6.jpg"))) Albums/Trip/IMG_6.jpg && ln Albums/Trip/IMG_6.jpg Albums/Other/IMG_6.jpg")
+        try sh("exiftool -q -XMP-dc:Subject=Rome '-XMP-exif:DateTimeOriginal=2019:07:04 12:30:00+02:00' -o Albums/Trip/IMG_6.xmp Albums/Trip/IMG_6.jpg")
+        XCTAssertEqual(try attribute("All Photos/IMG_6.jpg", "user.albumfs.capture_date"), "2019-07-04T12:30:00+02:00")
+        try sh("test -f 'By Date/2019/2019-07/2019-07-04/IMG_6.jpg'")
+        try sh("rm Albums/Trip/IMG_6.jpg")
+        XCTAssertEqual(try sh("ls Albums/Trip").stdout, "IMG_6.xmp\n", "the sidecar stays, as on a disk")
+        XCTAssertNil(try attribute("All Photos/IMG_6.jpg", "user.xdg.tags"))
+        XCTAssertNotEqual(try attribute("All Photos/IMG_6.jpg", "user.albumfs.capture_date"), "2019-07-04T12:30:00+02:00")
+        try sh("test ! -e 'By Date/2019/2019-07/2019-07-04/IMG_6.jpg'")
+        // Back in that album, beside its sidecar: the date comes back.
+        try sh("ln Albums/Other/IMG_6.jpg Albums/Trip/IMG_6.jpg")
+        XCTAssertEqual(try attribute("All Photos/IMG_6.jpg", "user.albumfs.capture_date"), "2019-07-04T12:30:00+02:00")
+    }
+
     func testSidecarsGoToRecentlyDeletedWithTheirPhotoAndComeBack() throws {
         try sh("cp \(q(try bareCopy("IMG_4.jpg"))) Albums/Trip/IMG_4.jpg && printf 'apple adjustments' > Albums/Trip/IMG_4.AAE")
         try sh("exiftool -q -XMP-xmp:Rating=4 -o Albums/Trip/IMG_4.xmp Albums/Trip/IMG_4.jpg")

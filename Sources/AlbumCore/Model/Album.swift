@@ -324,11 +324,12 @@ extension Transaction {
 
     /// Removes the entry `name` from an album; the asset stays in the library.
     public func removeMembership(album albumID: Int64, name: String) throws {
-        try db.run("UPDATE assets SET changed_ns = ? WHERE id = (SELECT asset_id FROM memberships WHERE album_id = ? AND name_key = ?)",
-                   nowNanoseconds(), albumID, Names.key(name))  // its link count
-        try db.run("DELETE FROM memberships WHERE album_id = ? AND name_key = ?", albumID, Names.key(name))
-        guard db.changes > 0 else { throw LibraryError.notFound(name) }
+        guard let entry = try membership(named: name, inAlbum: albumID) else { throw LibraryError.notFound(name) }
+        try db.run("UPDATE assets SET changed_ns = ? WHERE id = ?", nowNanoseconds(), entry.assetID)  // its link count
+        try db.run("DELETE FROM memberships WHERE id = ?", entry.id)
         try touchAlbum(albumID)
+        // A sidecar of that folder no longer belongs to it: the date it gave goes too.
+        try applySidecarDate(entry.assetID)
     }
 
     /// Moves or renames an album entry. A different entry at the target name is EEXIST
