@@ -34,6 +34,25 @@ final class PermissionTests: XCTestCase {
         try Processes.run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", command])
     }
 
+    /// A photo made private keeps its thumbnails private too: a thumbnail is readable by
+    /// whom the photo is (a review found every thumbnail 0444, so another user got a
+    /// 256-pixel copy of a `chmod 600` photo).
+    func testThumbnailsOfAPrivatePhotoArePrivate() throws {
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "umask=022"])
+        let m = mount.mountpoint
+        let thumbnail = "\(m)/Albums/A/.thumbnails/DSCN0010.jpg.jpg"
+        let shared = "\(m)/Albums/A/.sh_thumbnails/large"
+        XCTAssertTrue(try asNobody("cat \(q(thumbnail)) > /dev/null && cat \(q(shared))/*.png > /dev/null").ok, "readable while the photo is")
+        XCTAssertTrue(try Processes.shell("chmod 600 \(q(m))/Albums/A/DSCN0010.jpg").ok)
+        XCTAssertEqual(try Processes.shell("stat -c %a \(q(thumbnail)) \(q(shared))/*.png").stdout, "400\n400\n")
+        for path in [thumbnail, "\(m)/All Photos/.thumbnails/DSCN0010.jpg.jpg"] {
+            XCTAssertTrue(try asNobody("cat \(q(path)) 2>&1 >/dev/null").stdout.contains("Permission denied"), path)
+        }
+        XCTAssertTrue(try asNobody("cat \(q(shared))/*.png 2>&1 >/dev/null").stdout.contains("Permission denied"))
+        XCTAssertTrue(try Processes.shell("chmod 644 \(q(m))/Albums/A/DSCN0010.jpg").ok)
+        XCTAssertTrue(try asNobody("cat \(q(thumbnail)) > /dev/null").ok, "readable again with the photo")
+    }
+
     func testWithoutAllowOtherNobodyElseGetsIn() throws {
         mount = try MountedLibrary(library: lib, temp: temp)
         let result = try asNobody("ls \(q(mount.mountpoint)) 2>&1")

@@ -130,7 +130,7 @@ extension FileSystem {
             return a
         case .thumbnail(let asset):
             guard let file = try thumbnailWaitingIfNeeded(of: asset) else { throw FSError.noEntry("thumbnail of \(asset.name)") }
-            return thumbnailAttributes(asset.id, file)
+            return thumbnailAttributes(asset, file)
         case .sharedThumbnail(let entry):
             guard let file = try sharedThumbnailFile(entry) else { throw FSError.noEntry("shared thumbnail of \(entry.name)") }
             return sharedAttributes(entry, file)

@@ -92,7 +92,7 @@ extension FileSystem {
     }
 
     func sharedAttributes(_ entry: SharedEntry, _ file: Thumbnail) -> Attributes {
-        fileAttributes(ino: Item.sharedThumbnail(entry).ino, permissions: 0o444, size: file.size,
+        fileAttributes(ino: Item.sharedThumbnail(entry).ino, permissions: thumbnailPermissions(of: entry.asset), size: file.size,
                        mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)
     }
 }

@@ -50,9 +50,15 @@ extension FileSystem {
         }
     }
 
-    func thumbnailAttributes(_ asset: Int64, _ file: Thumbnail) -> Attributes {
-        fileAttributes(ino: Node.thumbnail(asset: asset).ino, permissions: 0o444, size: file.size,
+    func thumbnailAttributes(_ asset: Asset, _ file: Thumbnail) -> Attributes {
+        fileAttributes(ino: Node.thumbnail(asset: asset.id).ino, permissions: thumbnailPermissions(of: asset), size: file.size,
                        mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)
+    }
+
+    /// A thumbnail is read-only, and readable by whom the photo is: a photo made private
+    /// (`chmod 600`) shows no one else its picture at a smaller size either.
+    func thumbnailPermissions(of asset: Asset) -> UInt32 {
+        0o444 & (asset.mode ?? Self.defaultFileMode)
     }
 
     /// Entries of a `.thumbnails/` folder: `NAME.jpg` for each asset of its folder, in
@@ -83,7 +89,7 @@ extension FileSystem {
             if !copiedIn.isEmpty && copiedIn.contains(Names.key(name)) { continue }
             if someRemoved && removedThumbnails.isRemoved(name, in: thumbnailsIno) { continue }
             if let made = thumbnails.cached(sha256: entry.asset.sha256, size: size) {
-                out.append(DirectoryEntry(name: name, attributes: thumbnailAttributes(entry.asset.id, made), cookie: entry.cookie))
+                out.append(DirectoryEntry(name: name, attributes: thumbnailAttributes(entry.asset, made), cookie: entry.cookie))
             } else if !thumbnails.failed(sha256: entry.asset.sha256, size: size) {
                 out.append(DirectoryEntry(name: name, ino: Node.thumbnail(asset: entry.asset.id).ino, cookie: entry.cookie))
                 prefetchThumbnail(entry.asset, urgent: true)
