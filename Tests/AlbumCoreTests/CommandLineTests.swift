@@ -37,6 +37,40 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try library.assets(in: .allPhotos).count, 0)
     }
 
+    /// `info`, `versions` and `revert` take a path in the mount, also through the
+    /// mountpoint; a path that leads to no photo is an error, never the photo of the same
+    /// name elsewhere (a review found `info /mnt/Albums/B/P.jpg` printing album A's P.jpg,
+    /// and `revert` of such a path reverting it).
+    func testAPathNamesThePhotoThereOrNone() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        let gps = Samples.directory + "/photos/jpg/gps"
+        for (album, sample) in [("A", "DSCN0010.jpg"), ("B", "DSCN0012.jpg")] {
+            let card = temp.sub("card-\(album)")
+            try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: gps + "/" + sample, toPath: card + "/P.jpg")
+            XCTAssertTrue(try Processes.albumfs("import", "--no-thumbnails", lib, "--album", album, card + "/P.jpg").ok)
+        }
+        let library = try Library.open(at: lib, access: .reader)
+        let a = try XCTUnwrap(try library.member(named: "P.jpg", ofAlbum: try XCTUnwrap(try library.album(path: ["A"])).id)?.1)
+        let b = try XCTUnwrap(try library.member(named: "P.jpg", ofAlbum: try XCTUnwrap(try library.album(path: ["B"])).id)?.1)
+        XCTAssertNotEqual(a.id, b.id)
+        for (path, id) in [("Albums/B/P.jpg", b.id), ("/mnt/photos/Albums/B/P.jpg", b.id), ("/mnt/photos/Albums/A/P.jpg", a.id),
+                           ("/home/me/Albums/mnt/Albums/B/P.jpg", b.id), ("P.jpg", a.id)] {
+            let info = try Processes.run(Processes.albumfs, ["info", lib, path])
+            XCTAssertEqual(info.status, 0, "\(path): \(info.stderr)")
+            XCTAssertTrue(info.stdout.contains("inode:          \(id)\n"), "\(path): \(info.stdout)")
+        }
+        for path in ["/mnt/photos/Albums/C/P.jpg", "Trips/B/P.jpg", "/mnt/photos/P.jpg", "All Photos/x/P.jpg"] {
+            for command in [["info", lib, path], ["versions", lib, path], ["revert", lib, path]] {
+                let result = try Processes.run(Processes.albumfs, command)
+                XCTAssertEqual(result.status, 66, "\(command): \(result.stdout)")
+                XCTAssertEqual(result.stdout, "", "\(command)")
+                XCTAssertTrue(result.stderr.contains("no such photo"), "\(command): \(result.stderr)")
+            }
+        }
+    }
+
     /// A capture date that is the file's mtime is an instant: shown with an offset, the
     /// same moment whatever the zone (Tokyo: +09:00; UTC: Z). Binary attribute values
     /// (Samba's user.DOSATTRIB) are shown in hex, not written raw to the terminal.

@@ -27,12 +27,27 @@ enum InfoCommand {
         return Exit.ok
     }
 
-    /// Finds the asset a namespace path names.
+    /// The folders at the top of the mount, where a path in it starts.
+    static let topFolders: Set<String> = ["Albums", "All Photos", "By Date", "Smart Albums"]
+
+    /// Finds the asset a namespace path names: relative to the mount
+    /// ("Albums/Trip/P.jpg") or through it ("/mnt/photos/Albums/Trip/P.jpg"), or a bare
+    /// name in All Photos. A path that names no folder of the mount names no photo: the
+    /// photo of the same name elsewhere is not it.
     static func resolve(_ path: String, in library: Library) throws -> Asset? {
         if path.hasPrefix("#"), let id = Int64(path.dropFirst()) { return try library.asset(id: id) }
         var parts = path.split(separator: "/").map(String.init).filter { !$0.isEmpty && $0 != "." }
         guard let name = parts.popLast() else { return nil }
-        if parts.isEmpty { return try library.asset(named: name) }
+        if parts.isEmpty && !path.hasPrefix("/") { return try library.asset(named: name) }
+        // Where the mount's folders start: the first top folder that leads to the photo
+        // (a mountpoint's own path may hold such a name too).
+        for start in parts.indices where topFolders.contains(parts[start]) {
+            if let found = try resolve(name, in: Array(parts[start...]), library) { return found }
+        }
+        return nil
+    }
+
+    private static func resolve(_ name: String, in parts: [String], _ library: Library) throws -> Asset? {
         switch parts[0] {
         case "Albums":
             guard let album = try library.album(path: Array(parts.dropFirst())) else { return nil }
@@ -42,7 +57,9 @@ enum InfoCommand {
             return try library.asset(named: name, in: .smart(smart))
         default:
             // All Photos, By Date/...: names there are the library-wide display names.
-            return try library.asset(named: name)
+            let found = try library.asset(named: name)
+            if parts[0] == "All Photos", parts.count > 1 { return nil }
+            return found
         }
     }
 
