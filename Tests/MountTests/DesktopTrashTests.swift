@@ -55,6 +55,36 @@ final class DesktopTrashTests: MountTestCase {
         XCTAssertEqual(try library().stats().assets, 2)
     }
 
+    /// Moved to the trash from a date folder, where `rm` sends a photo to Recently
+    /// Deleted too, and restored there by gio, also when it was the day's only photo (its
+    /// date folders stay reachable by path while it is in Recently Deleted). From a
+    /// read-only view, where `rm` is refused, the trash is refused too (a review found
+    /// both: the restore refused, the trash from Recently Added let through).
+    func testTrashedFromADateFolderAndRestoredThere() throws {
+        let uid = getuid()
+        // B's photo (the same day) deleted for good: A's is the day's only photo.
+        try sh("rm 'All Photos/P (2).jpg' && rm 'Smart Albums/Recently Deleted/P (2).jpg'")
+        let day = "By Date/2008/2008-10/2008-10-22"
+        XCTAssertEqual(try sh("ls \(q(day))").stdout, "P.jpg\n")
+        try gio("trash \(q(day))/P.jpg")
+        XCTAssertEqual(try sh("ls Albums/A 'All Photos' 'By Date'").stdout, "Albums/A:\n\nAll Photos:\n\nBy Date:\n", "the day is not listed")
+        XCTAssertTrue(try sh("cat .Trash-\(uid)/info/P.jpg.trashinfo").stdout.contains("Path=By%20Date/2008/2008-10/2008-10-22/P.jpg"))
+        let listed = try gio("trash --list").stdout.split(separator: "\n").first { $0.hasSuffix("/\(day)/P.jpg") }
+        let uri = try XCTUnwrap(listed.map { String($0.split(separator: "\t")[0]) })
+        try gio("trash --restore '\(uri)'")
+        try sh("cmp \(q(day))/P.jpg \(q(gps))/DSCN0010.jpg && cmp Albums/A/P.jpg \(q(gps))/DSCN0010.jpg")
+        XCTAssertEqual(try sh("ls 'Smart Albums/Recently Deleted' .Trash-\(uid)/files").stdout,
+                       ".Trash-\(uid)/files:\n\nSmart Albums/Recently Deleted:\n")
+        XCTAssertEqual(try library().stats().assets, 1)
+
+        // From a read-only view: refused, as rm is there, and nothing moved.
+        let refused = try sh("mv 'Smart Albums/Recently Added/P.jpg' .Trash-\(uid)/files/P.jpg 2>&1", status: 1).stdout
+        XCTAssertTrue(refused.contains("Operation not permitted"), refused)
+        XCTAssertEqual(try sh("ls .Trash-\(uid)/files 'Smart Albums/Recently Deleted'").stdout,
+                       ".Trash-\(uid)/files:\n\nSmart Albums/Recently Deleted:\n")
+        try sh("cmp Albums/A/P.jpg \(q(gps))/DSCN0010.jpg")
+    }
+
     func testAlbumsAreRefusedPlainFilesComeBackAndEmptyingDeletesForGood() throws {
         let uid = getuid()
         // An album does not go to the trash: a clear refusal, nothing moved.

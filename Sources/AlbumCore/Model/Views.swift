@@ -191,4 +191,12 @@ extension LibraryRecords {
         return try db.scalar("SELECT 1 FROM assets a WHERE a.taken_day >= ? AND a.taken_day <= ? AND \(AssetView.visible) LIMIT 1",
                              low, high) != nil
     }
+
+    /// Whether a photo of those days is in Recently Deleted (a date folder it can be
+    /// restored to). Reads the trashed photos only, which Recently Deleted keeps few of.
+    public func hasTrashedAssets(dayPrefix: Int, divisor: Int) throws -> Bool {
+        let low = dayPrefix * divisor, high = (dayPrefix + 1) * divisor - 1
+        return try db.scalar("SELECT 1 FROM assets a WHERE a.trashed_at IS NOT NULL AND a.taken_day >= ? AND a.taken_day <= ? LIMIT 1",
+                             low, high) != nil
+    }
 }

@@ -100,6 +100,14 @@ enum Item {
 }
 
 extension FileSystem {
+    /// Whether the date folder of `dayPrefix` (a year, a month, a day) is there: while a
+    /// photo of its days shows, and also, found by path but not listed, while one is in
+    /// Recently Deleted, so that a file manager can restore a photo trashed from it by
+    /// moving it back there (its trash info names that path).
+    static func dateFolderIsThere(_ dayPrefix: Int, divisor: Int, _ records: any LibraryRecords) throws -> Bool {
+        try records.hasAssets(dayPrefix: dayPrefix, divisor: divisor) || records.hasTrashedAssets(dayPrefix: dayPrefix, divisor: divisor)
+    }
+
     /// What `ino` is now, or nil for a number that was never handed out or is gone. A
     /// number that a duplicate's or a save's file had stands for the asset it became.
     func item(_ ino: UInt64, in records: any LibraryRecords) throws -> Item? {
@@ -111,9 +119,9 @@ extension FileSystem {
         case .byDate: return .byDate
         case .smartAlbums: return .smartAlbums
         case .smart(let s): return .smart(s)
-        case .year(let y): return try records.hasAssets(dayPrefix: y, divisor: 10000) ? .year(y) : nil
-        case .month(let m): return try records.hasAssets(dayPrefix: m, divisor: 100) ? .month(m) : nil
-        case .day(let d): return try records.hasAssets(dayPrefix: d, divisor: 1) ? .day(d) : nil
+        case .year(let y): return try Self.dateFolderIsThere(y, divisor: 10000, records) ? .year(y) : nil
+        case .month(let m): return try Self.dateFolderIsThere(m, divisor: 100, records) ? .month(m) : nil
+        case .day(let d): return try Self.dateFolderIsThere(d, divisor: 1, records) ? .day(d) : nil
         case .thumbnails(let folder):
             guard let parent = try item(folder, in: records), parent.listsAssets else { return nil }
             return .thumbnails(of: folder)

@@ -99,15 +99,15 @@ extension FileSystem {
                 if let album = try r.album(named: name, in: 0) { return (.album(album), album.name) }
             case .byDate:
                 if let year = Int(name), String(year) == name, (1000...9999).contains(year),
-                   try r.hasAssets(dayPrefix: year, divisor: 10000) {
+                   try Self.dateFolderIsThere(year, divisor: 10000, r) {
                     return (.year(year), name)
                 }
             case .year(let year):
-                if let month = DateNames.parseMonth(name, year: year), try r.hasAssets(dayPrefix: month, divisor: 100) {
+                if let month = DateNames.parseMonth(name, year: year), try Self.dateFolderIsThere(month, divisor: 100, r) {
                     return (.month(month), DateNames.month(month))
                 }
             case .month(let month):
-                if let day = DateNames.parseDay(name, month: month), try r.hasAssets(dayPrefix: day, divisor: 1) {
+                if let day = DateNames.parseDay(name, month: month), try Self.dateFolderIsThere(day, divisor: 1, r) {
                     return (.day(day), DateNames.day(day))
                 }
             case .thumbnails(let folderIno):

@@ -198,6 +198,11 @@ enum Rules {
         case deleteForGood
     }
 
+    private static func isTrashFiles(_ folder: Folder) -> Bool {
+        if case .trashFiles = folder { return true }
+        return false
+    }
+
     static func moveIn(to folder: Folder, from source: Folder, name: String, folderName: String) throws -> Arrival {
         switch folder {
         case .album(let id): return .joinAlbum(id)
@@ -205,6 +210,9 @@ enum Rules {
         case .favorites: return .markFavorite
         case .hidden: return .hide
         case .recentlyDeleted where source == .recentlyDeleted: return .rename
+        // Restored to the date folder it was trashed from (a file manager moves it back
+        // to the path its trash info names): back in the library, under that name.
+        case .dateView where source == .recentlyDeleted || Self.isTrashFiles(source): return .rename
         case .trashFiles(let id): return .trash(id)
         case .trashExpunged: return .deleteForGood
         case .albumsTop:

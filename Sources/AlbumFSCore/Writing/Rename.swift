@@ -180,7 +180,10 @@ extension FileSystem {
         // restore, as `rm` in All Photos keeps them.
         let departure: Rules.Departure
         switch arrival {
-        case .trash, .deleteForGood: departure = .stay
+        case .trash, .deleteForGood:
+            // Only from where `rm` may take it (not from a read-only view).
+            _ = try Rules.remove(from: fromKind, name: name, folderName: from.displayName)
+            departure = .stay
         // A rename inside Recently Deleted: the photo stays there, under its new name.
         case .rename where fromKind == .recentlyDeleted && toKind == .recentlyDeleted: departure = .stay
         default: departure = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
