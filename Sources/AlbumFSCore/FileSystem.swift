@@ -215,11 +215,15 @@ public final class FileSystem: Sendable {
     }
 
     /// The figures of the disk the library is on, so that free space is right on every
-    /// client.
+    /// client: what a user may write is what the disk has left above the reserve
+    /// `checkSpace` keeps for the library itself (df shows no room that writes then
+    /// refuse with ENOSPC).
     public func statfs() throws -> FilesystemStats {
         let s = try explained("statfs of the library") { try SystemCalls.fileSystemStatus(library.root) }
+        let reserved = UInt64(spaceReserve) / max(1, UInt64(s.f_frsize))
+        let available = UInt64(s.f_bavail) > reserved ? UInt64(s.f_bavail) - reserved : 0
         return FilesystemStats(blockSize: UInt64(s.f_bsize), fragmentSize: UInt64(s.f_frsize), blocks: UInt64(s.f_blocks),
-                               blocksFree: UInt64(s.f_bfree), blocksAvailable: UInt64(s.f_bavail),
+                               blocksFree: UInt64(s.f_bfree), blocksAvailable: available,
                                files: UInt64(s.f_files), filesFree: UInt64(s.f_ffree), nameMax: UInt64(Names.maxBytes))
     }
 }

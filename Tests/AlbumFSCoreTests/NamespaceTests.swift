@@ -253,6 +253,12 @@ final class NamespaceTests: XCTestCase {
         XCTAssertEqual(s.blocks, UInt64(v.f_blocks))
         XCTAssertEqual(s.blockSize, UInt64(v.f_bsize))
         XCTAssertEqual(s.nameMax, 255)
+        // Free for users: the disk's, less the reserve writes are refused in (1 to 64 MiB,
+        // a hundredth of the disk), give or take what others wrote meanwhile.
+        let reserve = max(1 << 20, min(64 << 20, Int64(v.f_blocks) * Int64(v.f_frsize) / 100))
+        let expected = (Int64(v.f_bavail) * Int64(v.f_frsize) - reserve) / Int64(v.f_frsize)
+        XCTAssertLessThan(abs(Int64(s.blocksAvailable) - expected), 4096, "\(s.blocksAvailable) against \(expected)")
+        XCTAssertLessThan(s.blocksAvailable, UInt64(v.f_bavail))
     }
 
     func testCopyFileRangeOfAWholeAssetClonesIt() throws {
