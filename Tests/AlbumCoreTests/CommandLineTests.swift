@@ -37,6 +37,29 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try library.assets(in: .allPhotos).count, 0)
     }
 
+    /// "--help on every command": each command the overview names prints its usage and
+    /// exits 0, changing nothing; in the fstab form too, which mounted instead.
+    func testEveryCommandHasHelp() throws {
+        let overview = try Processes.run(Processes.albumfs, ["--help"])
+        XCTAssertEqual(overview.status, 0)
+        let commands = overview.stdout.split(separator: "\n").compactMap { line -> String? in
+            let words = line.split(separator: " ")
+            guard words.count > 1, words[0] == "albumfs", words[1].first?.isLowercase == true else { return nil }
+            return String(words[1])
+        }
+        XCTAssertEqual(Set(commands), ["init", "mount", "import", "albums", "info", "stats", "thumbnails", "check", "gc", "versions", "revert"])
+        let lib = temp.sub("lib"), mountpoint = temp.sub("mnt")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        for arguments in commands.map({ [$0, "--help"] }) + [[lib, mountpoint, "--help"], [lib, mountpoint, "-o", "ro", "-h"]] {
+            let result = try Processes.run(Processes.albumfs, arguments)
+            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
+            let command = arguments[0] == lib ? "mount" : arguments[0]
+            XCTAssertTrue(result.stdout.hasPrefix("usage: albumfs \(command)"), "\(arguments): \(result.stdout)")
+        }
+        XCTAssertFalse(try String(contentsOfFile: "/proc/mounts", encoding: .utf8).contains(mountpoint), "help mounted nothing")
+    }
+
     /// `info`, `versions` and `revert` take a path in the mount, also through the
     /// mountpoint; a path that leads to no photo is an error, never the photo of the same
     /// name elsewhere (a review found `info /mnt/Albums/B/P.jpg` printing album A's P.jpg,

@@ -60,6 +60,10 @@ enum Commands {
         }
         // `albumfs LIBRARY MOUNTPOINT -o OPTIONS`: how mount.fuse3 and fstab call us.
         if !first.hasPrefix("-"), args.count >= 2, !args[1].hasPrefix("-") {
+            if args.contains("--help") || args.contains("-h") {
+                print(MountCommand.command.help)
+                return Exit.ok
+            }
             return try MountCommand.command.run(args)
         }
         throw CommandError.usage("unknown command '\(first)'")
