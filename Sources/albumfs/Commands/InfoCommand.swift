@@ -9,7 +9,8 @@ enum InfoCommand {
 
             Prints everything the library knows about one photo or video. PATH is where
             it shows in the mount ("Albums/Trips/Rome 2024/IMG_0001.HEIC",
-            "All Photos/IMG_0001.HEIC", "Smart Albums/Favorites/IMG_0001.HEIC"), or just
+            "All Photos/IMG_0001.HEIC", "Smart Albums/Favorites/IMG_0001.HEIC"), also
+            through the mountpoint ("/mnt/photos/Albums/Trips/IMG_0001.HEIC"), or just
             its name in All Photos, or #ID with its inode number.
             """,
         run: run)
