@@ -67,6 +67,7 @@ public enum FuseMount {
             if !request.umaskGiven { options.umask = 0o027 }
         }
         if options.readOnly && !kernel.contains("ro") { kernel.append("ro") }
+        try checkWhatFusermountAllows(request.mountpoint, kernel)
         args += ["-o", kernel.map { $0.replacingOccurrences(of: ",", with: "\\,") }.joined(separator: ",")]
 
         let placeholder = FileSystemBox()
@@ -220,6 +221,25 @@ public enum FuseMount {
         let names: [[UInt8]]
         do { names = try SystemCalls.names(in: path) } catch { throw MountError("cannot read mountpoint \(path): \(error)") }
         guard names.isEmpty else { throw MountError("mountpoint \(path) is not empty; mount on an empty folder") }
+    }
+
+    /// A user without root mounts through fusermount3, which refuses what that user may
+    /// not do in a message that names no fix (and then libfuse's own line): said here
+    /// first, in one line.
+    static func checkWhatFusermountAllows(_ mountpoint: String, _ kernel: [String]) throws {
+        guard geteuid() != 0 else { return }
+        if kernel.contains("allow_other") || kernel.contains("allow_root"), !fuseConfAllowsOther() {
+            throw MountError("allow_other needs the line user_allow_other in /etc/fuse.conf (the administrator adds it), or a mount by root")
+        }
+        if access(mountpoint, W_OK) != 0 {
+            throw MountError("cannot mount on \(mountpoint): a mount without root needs a folder you may write to (make it yours, or pick one of yours)")
+        }
+    }
+
+    /// Whether /etc/fuse.conf lets users mount with allow_other.
+    static func fuseConfAllowsOther() -> Bool {
+        guard let text = try? String(contentsOfFile: "/etc/fuse.conf", encoding: .utf8) else { return false }
+        return text.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == "user_allow_other" }
     }
 
     /// Open file descriptors above stderr.

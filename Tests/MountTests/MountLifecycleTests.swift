@@ -115,6 +115,49 @@ final class MountLifecycleTests: XCTestCase {
         XCTAssertTrue(waitUntil { self.daemons().isEmpty })
     }
 
+    /// A user without root mounts through fusermount3: the mount works (reads through the
+    /// daemon, no passthrough), and what fusermount3 would refuse is refused first in one
+    /// line that says what to do: allow_other without user_allow_other in /etc/fuse.conf,
+    /// a mountpoint the user may not write to.
+    func testAMountWithoutRoot() throws {
+        let home = temp.sub("nobody")
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        XCTAssertEqual(chmod(temp.path, 0o755), 0)
+        XCTAssertEqual(chown(home, 65534, 65534), 0)
+        func asNobody(_ arguments: [String]) throws -> Processes.Result {
+            try Processes.run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "env", "HOME=\(home)"] + arguments)
+        }
+        let lib = home + "/lib", mnt = home + "/mnt"
+        XCTAssertTrue(try asNobody([Processes.albumfs, "init", lib]).ok)
+        XCTAssertTrue(try asNobody(["mkdir", mnt]).ok)
+        let mounted = try asNobody([Processes.albumfs, "mount", lib, mnt, "-o", "log=\(home)/log"])
+        XCTAssertEqual(mounted.status, 0, mounted.stderr)
+        let photo = Samples.directory + "/photos/jpg/gps/DSCN0010.jpg"
+        let copied = try asNobody(["sh", "-c", "mkdir \(q(mnt))/Albums/A && cp \(q(photo)) \(q(mnt))/Albums/A/P.jpg && cmp \(q(mnt))/Albums/A/P.jpg \(q(photo)) && ls \(q(mnt))/'All Photos'"])
+        XCTAssertEqual(copied.stdout, "P.jpg\n", copied.stderr)
+        XCTAssertTrue(try asNobody(["fusermount3", "-u", mnt]).ok)
+        XCTAssertTrue(waitUntil { self.daemons().isEmpty })
+        let log = try String(contentsOfFile: home + "/log", encoding: .utf8)
+        XCTAssertTrue(log.contains("mounted \(lib) on \(mnt)"), log)
+        XCTAssertFalse(log.contains("(reads in passthrough)"), log)
+
+        func refused(_ arguments: [String], _ expected: String) throws {
+            let result = try asNobody([Processes.albumfs] + arguments)
+            XCTAssertNotEqual(result.status, 0, "\(arguments)")
+            XCTAssertEqual(result.stderr.split(separator: "\n").filter { !$0.contains("no syslog daemon") }, ["albumfs: " + Substring(expected)], "\(arguments)")
+            XCTAssertFalse(MountedLibrary.isMounted(arguments[2]))
+        }
+        let fuseConf = (try? String(contentsOfFile: "/etc/fuse.conf", encoding: .utf8)) ?? ""
+        if !fuseConf.split(separator: "\n").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "user_allow_other" }) {
+            try refused(["mount", lib, mnt, "-o", "allow_other"],
+                        "allow_other needs the line user_allow_other in /etc/fuse.conf (the administrator adds it), or a mount by root")
+        }
+        let rootOwned = try mountpoint("root-owned")
+        try refused(["mount", lib, rootOwned],
+                    "cannot mount on \(rootOwned): a mount without root needs a folder you may write to (make it yours, or pick one of yours)")
+        XCTAssertTrue(daemons().isEmpty)
+    }
+
     /// INIT that cannot be answered (the device cannot be restored after libfuse's reply
     /// was diverted, or libfuse answers with an error) ends the mount with one clear
     /// line: no hung mount, no daemon left.
