@@ -39,6 +39,15 @@ struct SaveTests {
         #expect(try f.fs.stat("Albums/Trip/empty.jpg").size == 0)
         #expect(try f.names("All Photos") == ["P.jpg", "desktop.ini"])
         #expect(try f.assetCount() == 1)
+        // Every level of By Date keeps a client's junk and lists it, after its date
+        // folders (the levels above a day listed only date folders).
+        for folder in ["By Date", "By Date/2008", "By Date/2008/2008-10"] {
+            try f.fs.put(folder + "/.DS_Store", [7])
+            #expect(try f.fs.list(folder).last == ".DS_Store", "\(folder)")
+            #expect(try f.fs.get(folder + "/.DS_Store") == [7])
+        }
+        #expect(try f.names("By Date") == [".DS_Store", "2008"])
+        #expect(try f.names(OperationTableTests.day) == ["._P.jpg", "P.jpg"])
         // A hidden name keeps photo bytes a plain file too.
         try f.fs.put("Albums/Trip/.P.jpg.bak", Fixture.photoA)
         #expect(try f.assetCount() == 1)

@@ -170,6 +170,15 @@ extension FileSystem {
                 out.append(DirectoryEntry(name: membership.name, attributes: attributes(of: asset),
                                           cookie: Cookie.asset(membership.sortKey)))
             }
+        case .byDate, .year, .month:
+            // Files a client keeps there (`.DS_Store`, `._*`: `Rules.createFile`), after the
+            // date folders, whose numbers take the object cookies; no photo is listed at
+            // these levels, so the files take the photos' range, by id.
+            for file in try r.plainFiles(in: ino, after: max(assetAfter, 0), limit: room) {
+                let attributes = try? attributes(of: file)
+                out.append(attributes.map { DirectoryEntry(name: file.name, attributes: $0, cookie: Cookie.asset(file.id)) }
+                           ?? DirectoryEntry(name: file.name, ino: UInt64(file.id), cookie: Cookie.asset(file.id)))
+            }
         case .thumbnails(let parentIno):
             out += try thumbnailEntries(in: parentIno, after: assetAfter, limit: room, r)
         case .sharedSize(let parentIno, let large):
