@@ -293,6 +293,19 @@ struct OperationTableTests {
     func mvOutOfADateViewIsEPERM(_ kind: Kind) throws {
         let f = try Fixture(kind)
         #expect(f.fs.errno { try f.fs.rename(Self.day + "/P.jpg", "Albums/Other/Z.jpg") } == EPERM)
+        // Nor to a hidden name or over another photo, in the view or out of it (a review
+        // found these taken as a save: the photo trashed, or saved over the other), nor
+        // out of a read-only smart album; and nothing changed.
+        try f.fs.put("Albums/Trip/A.jpg", Fixture.photoA)
+        for (from, to) in [(Self.day + "/P.jpg", Self.day + "/.P.jpg"), (Self.day + "/P.jpg", Self.day + "/A.jpg"),
+                           (Self.day + "/P.jpg", "Albums/Trip/A.jpg"), ("Smart Albums/Recently Added/P.jpg", "Albums/Trip/A.jpg"),
+                           ("Smart Albums/Recently Added/P.jpg", "Smart Albums/Recently Added/.P.jpg")] {
+            #expect(f.fs.errno { try f.fs.rename(from, to) } == EPERM, "\(from) to \(to)")
+        }
+        #expect(try f.fs.get("Albums/Trip/A.jpg") == Fixture.photoA)
+        #expect(try f.versions() == 1)
+        #expect(try f.names("All Photos") == ["A.jpg", "P.jpg"])
+        #expect(try f.names(Self.day) == ["A.jpg", "P.jpg"])
     }
 
     @Test(arguments: Kind.allCases)

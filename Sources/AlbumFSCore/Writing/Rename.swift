@@ -155,6 +155,13 @@ extension FileSystem {
         }
         let entries = [(from.ino, name), (to.ino, newName)]
         let showsNoBytes = showsNoBytes(asset.id)
+        // Out of a date view or a read-only smart album no photo's entry moves (EPERM),
+        // but into the desktop trash (an rm): not to a hidden name, not over another photo.
+        switch (fromKind, toKind) {
+        case (_, .trashFiles), (_, .trashExpunged): break
+        case (.dateView, _), (.view, _): _ = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
+        default: break
+        }
 
         if Names.staysPlain(newName) {
             saves.backupMoved(folder: from.ino, name: name)
