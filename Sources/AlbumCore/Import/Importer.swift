@@ -224,9 +224,7 @@ extension Transaction {
     /// Adds a new asset (its blob placed already) and puts it where `destination` says.
     public func insertAsset(_ new: NewAsset, destination: ImportDestination) throws -> (Asset, Membership?) {
         let id = try new.id ?? allocateID()
-        let name = try Names.firstFree(new.originalName) { key in
-            try db.scalar("SELECT 1 FROM assets WHERE name_key = ?", key) != nil
-        }
+        let name = try Names.firstFree(new.originalName) { key in try assetNameTaken(key) }
         let m = new.metadata
         let capture = m.capture
             ?? CaptureDate(instant: Dates.floorSeconds(new.explicitMtimeNs ?? new.fileMtimeNs), offsetMinutes: nil,

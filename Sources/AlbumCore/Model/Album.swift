@@ -80,6 +80,9 @@ public enum FixedInode {
     /// Smart album folders are 16 + `SmartAlbum.rawValue`.
     public static let firstSmartAlbum: UInt64 = 16
 
+    /// The folder inode of a smart album.
+    public static func folder(of smart: SmartAlbum) -> UInt64 { firstSmartAlbum + UInt64(smart.rawValue) }
+
     /// The folder inode of album `id` (0: the top of Albums/; `Album.rootParent`: the
     /// root, where the desktop trash folders are).
     public static func folder(ofAlbum id: Int64) -> UInt64 {

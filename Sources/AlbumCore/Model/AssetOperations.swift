@@ -89,6 +89,20 @@ extension Transaction {
         try db.run("DELETE FROM xattrs WHERE ino = ?", ino)
     }
 
+    /// Whether an asset's display name `key` is taken: by another asset, or by a plain
+    /// file kept in a folder that lists assets by those names (All Photos, Favorites,
+    /// Hidden), where the two would show under one name.
+    func assetNameTaken(_ key: String) throws -> Bool {
+        try db.scalar("SELECT 1 FROM assets WHERE name_key = ?", key) != nil || plainFileHoldsAssetName(key)
+    }
+
+    private func plainFileHoldsAssetName(_ key: String) throws -> Bool {
+        let folders = [FixedInode.allPhotos, FixedInode.folder(of: .favorites), FixedInode.folder(of: .hidden)]
+        return try folders.contains { folder in
+            try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: folder), key) != nil
+        }
+    }
+
     /// Gives `asset` the attributes stored on number `ino` that it has none of by that
     /// name (its own values win).
     public func copyAttributes(of ino: Int64, to asset: Int64) throws {
@@ -152,6 +166,7 @@ extension Transaction {
         if let other = try db.scalar("SELECT id FROM assets WHERE name_key = ?", key), other != id {
             throw LibraryError.exists(newName)
         }
+        if try plainFileHoldsAssetName(key) { throw LibraryError.exists(newName) }
         try update(id, "name = ?, name_key = ?", newName, key)
         try applySidecarDate(id)
     }

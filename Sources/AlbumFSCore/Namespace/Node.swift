@@ -59,7 +59,7 @@ public enum Node: Hashable, Sendable {
         case .allPhotos: return FixedInode.allPhotos
         case .byDate: return FixedInode.byDate
         case .smartAlbums: return FixedInode.smartAlbums
-        case .smart(let album): return FixedInode.firstSmartAlbum + UInt64(album.rawValue)
+        case .smart(let album): return FixedInode.folder(of: album)
         case .year(let y): return Self.dateTag | UInt64(y)
         case .month(let m): return Self.dateTag | UInt64(m)
         case .day(let d): return Self.dateTag | UInt64(d)
