@@ -96,6 +96,24 @@ final class LibraryModelTests: XCTestCase {
         XCTAssertTrue(try library.check().isHealthy)
     }
 
+    /// A photo restored after gc read its list (by another host, where several share the
+    /// library) is not purged: each deletion asks again (a review found it deleted for
+    /// good, its blob with it, after the restore had returned).
+    func testGCPurgesNothingRestoredMeanwhile() throws {
+        let kept = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0021.jpg").asset)
+        let purged = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0012.jpg").asset)
+        try library.write { try $0.trash(kept.id); try $0.trash(purged.id) }
+        let report = try library.gc(now: nowSeconds() + 31 * 86400, afterListing: {
+            try self.library.write { try $0.restore(kept.id) }
+        })
+        XCTAssertEqual(report.purgedAssets, 1)
+        XCTAssertNil(try library.asset(id: purged.id))
+        XCTAssertEqual(try library.asset(id: kept.id)?.isTrashed, false)
+        XCTAssertTrue(library.blobs.exists(kept.sha256))
+        XCTAssertFalse(library.blobs.exists(purged.sha256))
+        XCTAssertTrue(try library.check().isHealthy)
+    }
+
     func testNamesAreUniqueIgnoringCaseAndNormalization() throws {
         let nfc = "Caf\u{E9}.jpg", nfd = "Cafe\u{301}.jpg"
         let one = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0010.jpg", name: nfc).asset)

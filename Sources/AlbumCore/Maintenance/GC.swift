@@ -10,15 +10,24 @@ public struct GCReport: Sendable {
 extension Library {
     /// Purges Recently Deleted past its 30 days, then removes blobs that no asset,
     /// version or plain file uses, and thumbnails of blobs that are gone.
-    public func gc(now: Int64 = nowSeconds()) throws -> GCReport {
+    /// `afterListing`: what runs between reading the photos past their 30 days and
+    /// purging them (where other hosts are mounted, anything: a restore, for a test).
+    public func gc(now: Int64 = nowSeconds(), afterListing: () throws -> Void = {}) throws -> GCReport {
         var report = GCReport()
         let cutoff = now - Transaction.trashRetentionSeconds
         let expired = try read { r in
             try r.db.query("SELECT id FROM assets WHERE trashed_at IS NOT NULL AND trashed_at <= ?", cutoff) { $0.int64(0) }
         }
+        try afterListing()
         for id in expired {
-            try write { tx in _ = try tx.deleteAsset(id) }
-            report.purgedAssets += 1
+            // Asked again in the transaction that deletes it: another host may have
+            // restored it (or a save moved its deletion time) since the list was read.
+            let purged = try write { tx -> Bool in
+                guard let asset = try tx.asset(id: id), let trashedAt = asset.trashedAt, trashedAt <= cutoff else { return false }
+                _ = try tx.deleteAsset(id)
+                return true
+            }
+            if purged { report.purgedAssets += 1 }
         }
         // Unused blob rows and their files go in one transaction, the files removed while
         // it holds the writers' lock: a host importing the same bytes meanwhile either
