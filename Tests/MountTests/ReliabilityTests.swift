@@ -104,6 +104,13 @@ final class ReliabilityTests: MountTestCase {
         try sh("mkdir Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/B/")
         try sh("cmp \(q(gps))/DSCN0010.jpg Albums/A/DSCN0010.jpg")
         XCTAssertTrue(mount.log.contains("repaired the original"), mount.log)
+        // Missing altogether: copied in again, the file is its original again (a review
+        // found every read failing after that, and check saying all was well).
+        let missing = try blob("DSCN0010.jpg")
+        XCTAssertEqual(unlink(missing), 0)
+        try sh("cat Albums/A/DSCN0010.jpg > /dev/null", status: 1)
+        try sh("mkdir Albums/C && cp \(q(gps))/DSCN0010.jpg Albums/C/")
+        try sh("cmp \(q(gps))/DSCN0010.jpg Albums/A/DSCN0010.jpg && cmp \(q(gps))/DSCN0010.jpg Albums/C/DSCN0010.jpg")
         // Altered with its size and mtime kept: only check sees it, and --repair marks it.
         let altered = try blob("DSCN0012.jpg")
         let stamp = try XCTUnwrap(try SystemCalls.status(altered)).modificationNanoseconds

@@ -252,6 +252,15 @@ extension Transaction {
                    sha256, size, nowSeconds(), mtimeNs)
     }
 
+    /// A close linked bytes of `sha256` where no file of that hash was
+    /// (`BlobStore.placeEarly`): if a row names that hash, its file had gone missing
+    /// (`check`: "blob file missing"), and these bytes are its file now. Without this the
+    /// row kept the lost file's mtime, and every read of the photo failed (EIO).
+    public func adoptPlacedBlob(_ sha256: String, size: Int64) throws {
+        guard try blobRecord(sha256) != nil else { return }
+        try healBlob(sha256, size: size, mtimeNs: try placedBlobMtime(sha256))
+    }
+
     /// A damaged blob's file was replaced by good bytes of the same hash.
     public func healBlob(_ sha256: String, size: Int64, mtimeNs: Int64?) throws {
         try db.run("UPDATE blobs SET size = ?, mtime_ns = ?, damaged = 0 WHERE sha256 = ?", size, mtimeNs, sha256)

@@ -113,6 +113,7 @@ extension FileSystem {
         let landed: Landed
         do {
             landed = try library.write { tx -> Landed in
+                if placed?.created == true { try tx.adoptPlacedBlob(bytes.sha256, size: bytes.size) }
                 try clear(tx)
                 switch destiny {
                 case .stayPlain:
