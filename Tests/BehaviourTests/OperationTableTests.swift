@@ -129,14 +129,39 @@ struct OperationTableTests {
         try f.fs.put("Albums/Trip/IMG_1.jpg", Fixture.photoA)
         try f.fs.put("Albums/Trip/notes.txt", Fixture.text)
         try f.fs.put("Albums/Other/notes.txt", Fixture.photoB)
-        #expect(try f.names("All Photos") == ["IMG_1 (2).jpg", "IMG_1.jpg", "P.jpg", "notes (2).txt"])
+        #expect(try f.names("All Photos") == ["IMG_1 (2).jpg", "IMG_1.jpg", "P.jpg", "notes.txt"])
         #expect(try f.fs.get("All Photos/IMG_1.jpg") == Fixture.text)
         #expect(try f.fs.get("All Photos/IMG_1 (2).jpg") == Fixture.photoA)
         #expect(try f.names("Smart Albums/Favorites") == ["P.jpg", "notes.txt"])
         try f.fs.rename("All Photos/P.jpg", "All Photos/IMG_1.jpg")
-        #expect(try f.names("All Photos") == ["IMG_1 (2).jpg", "IMG_1.jpg", "notes (2).txt"])
+        #expect(try f.names("All Photos") == ["IMG_1 (2).jpg", "IMG_1.jpg", "notes.txt"])
         #expect(try f.fs.get("All Photos/IMG_1.jpg") == Fixture.photoP)
         #expect(try f.fs.stat("All Photos/IMG_1.jpg").ino == f.p)
+        // A photo coming back from Recently Deleted to a name a file took meanwhile comes
+        // back under the next free one.
+        try f.fs.unlink("All Photos/IMG_1 (2).jpg")
+        try f.fs.put("All Photos/IMG_1 (2).jpg", Fixture.text)
+        try f.fs.rename("Smart Albums/Recently Deleted/IMG_1 (2).jpg", "Albums/Trip/A.jpg")
+        #expect(try f.names("All Photos") == ["IMG_1 (2) (2).jpg", "IMG_1 (2).jpg", "IMG_1.jpg", "notes.txt"])
+        #expect(try f.fs.get("All Photos/IMG_1 (2).jpg") == Fixture.text)
+        #expect(try f.fs.get("All Photos/IMG_1 (2) (2).jpg") == Fixture.photoA)
+        #expect(try f.fs.get("Albums/Trip/A.jpg") == Fixture.photoA)
+    }
+
+    /// Out of Recently Deleted into a date view: only into the photo's own day, where it
+    /// then shows (a review found a move to `By Date/P.jpg` returning 0 and the photo
+    /// nowhere there).
+    @Test(arguments: Kind.allCases)
+    func aPhotoIsRestoredIntoItsOwnDayOnly(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.unlink("All Photos/P.jpg")
+        for target in ["By Date/P.jpg", "By Date/2008/P.jpg", "By Date/2008/2008-10/P.jpg"] {
+            #expect(f.fs.errno { try f.fs.rename("Smart Albums/Recently Deleted/P.jpg", target) } == EPERM, "\(target)")
+        }
+        #expect(try f.names("Smart Albums/Recently Deleted") == ["P.jpg"])
+        try f.fs.rename("Smart Albums/Recently Deleted/P.jpg", Self.day + "/P.jpg")
+        #expect(try f.names(Self.day) == ["P.jpg"])
+        try f.expectPKept()
     }
 
     @Test(arguments: Kind.allCases)

@@ -90,17 +90,22 @@ extension Transaction {
     }
 
     /// Whether an asset's display name `key` is taken: by another asset, or by a plain
-    /// file kept in a folder that lists assets by those names (All Photos, Favorites,
-    /// Hidden), where the two would show under one name.
-    func assetNameTaken(_ key: String) throws -> Bool {
+    /// file kept in All Photos, which lists photos by those names (the two would show
+    /// under one name there).
+    public func assetNameTaken(_ key: String) throws -> Bool {
         try db.scalar("SELECT 1 FROM assets WHERE name_key = ?", key) != nil || plainFileHoldsAssetName(key)
     }
 
     private func plainFileHoldsAssetName(_ key: String) throws -> Bool {
-        let folders = [FixedInode.allPhotos, FixedInode.folder(of: .favorites), FixedInode.folder(of: .hidden)]
-        return try folders.contains { folder in
-            try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: folder), key) != nil
-        }
+        try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: FixedInode.allPhotos), key) != nil
+    }
+
+    /// A photo coming back to All Photos (restored, unhidden) whose name a plain file
+    /// took there meanwhile comes back under the next free one, as a sidecar does.
+    private func freeShownName(_ id: Int64) throws {
+        guard let asset = try asset(id: id), try plainFileHoldsAssetName(Names.key(asset.name)) else { return }
+        let name = try Names.firstFree(asset.name) { key in try assetNameTaken(key) }
+        try update(id, "name = ?, name_key = ?", name, Names.key(name))
     }
 
     /// Gives `asset` the attributes stored on number `ino` that it has none of by that
@@ -136,6 +141,7 @@ extension Transaction {
     /// sidecars that went with it.
     public func restore(_ id: Int64) throws {
         try update(id, "trashed_at = NULL")
+        try freeShownName(id)
         try restoreSidecars(of: id)
         // Out of every desktop trash it went to (their `files/` list trashed photos).
         try db.run("DELETE FROM memberships WHERE asset_id = ? AND album_id IN (SELECT id FROM albums WHERE role = ?)",
@@ -155,6 +161,7 @@ extension Transaction {
 
     public func setHidden(_ id: Int64, _ on: Bool) throws {
         try update(id, "hidden = ?", on)
+        if !on { try freeShownName(id) }
         try touchAlbums(of: id)
     }
 

@@ -142,7 +142,7 @@ extension FileSystem {
                     // own names (All Photos) takes the name it was copied back under, so
                     // that the file is where it was made; unless another photo has it.
                     if asset.isTrashed, destination.album == nil, Names.key(asset.name) != Names.key(name),
-                       try tx.asset(named: name) == nil {
+                       try !tx.assetNameTaken(Names.key(name)) {
                         try tx.renameAsset(asset.id, to: name)
                     }
                     if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
@@ -221,7 +221,7 @@ extension FileSystem {
                 try tx.addMembership(album: album.id, asset: photo.id, name: name)
             }
         case .allPhotos:
-            if Names.key(photo.name) == Names.key(vacated.renamedTo) {
+            if Names.key(photo.name) == Names.key(vacated.renamedTo), try !tx.assetNameTaken(Names.key(name)) {
                 try tx.renameAsset(photo.id, to: name)
                 backupLeft = true
             }
