@@ -72,6 +72,8 @@ extension FileSystem {
         default: throw FSError(EISDIR, "\(newName) is a folder", logged: false)
         }
         let entries = [(from.ino, file.name), (to.ino, newName)]
+        // A hidden backup (`.P.jpg.bak`) is a plain file: renamed on, it ends its save too.
+        saves.backupMoved(folder: from.ino, name: file.name)
         func plainMove() throws {
             let replaced = try library.write { try $0.movePlainFile(file.id, to: to.ino, name: newName) }
             if let replaced { removePlainBytes(replaced) }
@@ -164,13 +166,13 @@ extension FileSystem {
         }
 
         if Names.staysPlain(newName) {
-            saves.backupMoved(folder: from.ino, name: name)
+            saves.backupMoved(folder: from.ino, name: name, asset: asset.id)
             return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
         }
         if showsNoBytes, let over {
             throw FSError(EINVAL, "refused to put \(name) over \(over.name): \(name) was truncated to nothing, and an empty file is no photo; both are unchanged")
         }
-        saves.backupMoved(folder: from.ino, name: name)
+        saves.backupMoved(folder: from.ino, name: name, asset: asset.id)
 
         // Over another photo, or onto the name a photo left moments ago: a save.
         let vacated = over == nil && !showsNoBytes && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil
@@ -183,6 +185,11 @@ extension FileSystem {
 
         // An ordinary move.
         let arrival = try Rules.moveIn(to: toKind, from: fromKind, name: newName, folderName: to.displayName)
+        // Restored into a date view: only into the day it shows in (the path its trash
+        // info names); anywhere else the name would not be there after the move.
+        if case .dateView = toKind, to.node != .day(asset.takenDay) {
+            throw FSError.notPermitted("\(name) was taken on another day: restore it to its own day's folder, or into an album or All Photos")
+        }
         // Into the desktop trash, from any folder: the photo keeps its albums for its
         // restore, as `rm` in All Photos keeps them.
         let departure: Rules.Departure
@@ -291,6 +298,8 @@ extension FileSystem {
                 Log.info("saved \(name) over \(photo.name): it is \(photo.name)'s new version; \(restored.name), which its bytes had brought back, is in Recently Deleted again")
             } else {
                 Log.info("saved \(asset.name) over \(photo.name): it is \(photo.name)'s new version; \(name) left \(from.displayName)")
+                // It lives on elsewhere, maybe dated otherwise now (a sidecar it left).
+                if let now = try? library.asset(id: asset.id) { afterChange(asset: now, views: asset) }
             }
             afterLanding(landed, folder: to, entries: entries + [(from.ino, asset.name)])
         }

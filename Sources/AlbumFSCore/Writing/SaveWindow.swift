@@ -127,11 +127,15 @@ final class SaveWindow: Sendable {
     /// backup of a save under way, that save is over, and the name it left is an ordinary
     /// free name again. (Bytes written there then would otherwise be the next version of
     /// the photo the user renamed on purpose, which on a disk keeps its bytes.)
-    func backupMoved(folder: UInt64, name: String) {
+    /// `asset`: the photo renamed, whose save ends whatever folder it is renamed in (a
+    /// save in All Photos ends when the backup is renamed in Favorites too).
+    func backupMoved(folder: UInt64, name: String, asset: Int64? = nil) {
         let key = Names.key(name)
         state.withLock { s in
             guard !s.vacated.isEmpty else { return }
-            s.vacated = s.vacated.filter { !($0.key.folder == folder && Names.key($0.value.renamedTo) == key) }
+            s.vacated = s.vacated.filter { entry in
+                !(entry.key.folder == folder && Names.key(entry.value.renamedTo) == key) && entry.value.asset != asset
+            }
         }
     }
 
