@@ -111,6 +111,11 @@ final class ReliabilityTests: MountTestCase {
         try sh("cat Albums/A/DSCN0010.jpg > /dev/null", status: 1)
         try sh("mkdir Albums/C && cp \(q(gps))/DSCN0010.jpg Albums/C/")
         try sh("cmp \(q(gps))/DSCN0010.jpg Albums/A/DSCN0010.jpg && cmp \(q(gps))/DSCN0010.jpg Albums/C/DSCN0010.jpg")
+        // And copied over the photo itself, the same bytes as its version.
+        XCTAssertEqual(unlink(try blob("DSCN0010.jpg")), 0)
+        try sh("cat Albums/A/DSCN0010.jpg > /dev/null", status: 1)
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/A/DSCN0010.jpg && cmp \(q(gps))/DSCN0010.jpg Albums/A/DSCN0010.jpg")
+        XCTAssertEqual(try library.versions(of: try XCTUnwrap(try library.asset(named: "DSCN0010.jpg")).id).count, 1)
         // Altered with its size and mtime kept: only check sees it, and --repair marks it.
         let altered = try blob("DSCN0012.jpg")
         let stamp = try XCTUnwrap(try SystemCalls.status(altered)).modificationNanoseconds

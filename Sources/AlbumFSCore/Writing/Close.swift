@@ -231,7 +231,9 @@ extension FileSystem {
         if hashed.size == 0 { return .emptied }
         clock.mark("hash")
         if hashed.sha256 == photo.sha256 && work.explicitMtimeNs == nil {
-            // The same bytes again (cp of the photo over itself): nothing changes.
+            // The same bytes again (cp of the photo over itself): nothing changes, but an
+            // original that went missing or was damaged is healed by them.
+            _ = try explained("cannot store the bytes of \(photo.name)") { try library.placeBlob(hashed) }
             discard(path)
             return .committed(asset: id)
         }

@@ -170,20 +170,22 @@ extension FileSystem {
     /// rewrites a photo in place makes: copying 24 MP only to cut it off cost more than
     /// the rest of such an open).
     func copyOfCurrent(_ writer: Writer, keeping: Int64? = nil) throws -> (FileDescriptor, LibraryPath) {
-        let source: FileDescriptor, size: Int64, name: String
+        let source: () throws -> FileDescriptor, size: Int64, name: String
         if case .replaced(let version) = writer.withLock({ writer.bytes }) {
             // A version a save replaced while this writer's handles had it open.
-            (source, size, name) = (version, try version.size(), "inode \(writer.ino)")
+            (source, size, name) = ({ version }, try version.size(), "inode \(writer.ino)")
         } else {
             guard case .asset(let id) = writer.target, let asset = try library.asset(id: id) else {
                 throw FSError(EIO, "inode \(writer.ino) has no bytes to copy")
             }
-            (source, size, name) = (try library.openBlob(of: asset), asset.size, asset.name)
+            // Opened only when some of it is kept: `cp` over a photo whose original is
+            // damaged or missing (O_TRUNC) needs none of it, and heals it (`commitVersion`).
+            (source, size, name) = ({ try self.library.openBlob(of: asset) }, asset.size, asset.name)
         }
         let length = min(keeping ?? size, size)
         let (copy, path) = try Staging(files: library.files).makeFile(prefix: "version")
         do {
-            if length > 0 { try SystemCalls.copyAll(from: source, to: copy, length: length) }
+            if length > 0 { try SystemCalls.copyAll(from: try source(), to: copy, length: length) }
         } catch {
             discard(path)
             throw FSError.wrapping(error, "cannot copy \(name) to write it")
