@@ -227,13 +227,22 @@ public enum FuseMount {
     /// not do in a message that names no fix (and then libfuse's own line): said here
     /// first, in one line.
     static func checkWhatFusermountAllows(_ mountpoint: String, _ kernel: [String]) throws {
-        guard geteuid() != 0 else { return }
+        guard geteuid() != 0, !hasCapSysAdmin() else { return }  // libfuse then mounts by itself
         if kernel.contains("allow_other") || kernel.contains("allow_root"), !fuseConfAllowsOther() {
             throw MountError("allow_other needs the line user_allow_other in /etc/fuse.conf (the administrator adds it), or a mount by root")
         }
         if access(mountpoint, W_OK) != 0 {
             throw MountError("cannot mount on \(mountpoint): a mount without root needs a folder you may write to (make it yours, or pick one of yours)")
         }
+    }
+
+    /// Whether this process may mount by itself (CAP_SYS_ADMIN, bit 21 of its effective
+    /// capabilities), without fusermount3.
+    static func hasCapSysAdmin() -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+              let bits = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+        return bits & (1 << 21) != 0
     }
 
     /// Whether /etc/fuse.conf lets users mount with allow_other.
