@@ -28,6 +28,13 @@ final class DesktopTrashTests: MountTestCase {
                status: status)
     }
 
+    /// `gio trash --restore` of the trashed file whose original path ends in `suffix`.
+    func restoreWithGio(_ suffix: String) throws {
+        let listed = try gio("trash --list").stdout.split(separator: "\n").first { $0.hasSuffix(suffix) }
+        let uri = try XCTUnwrap(listed.map { String($0.split(separator: "\t")[0]) }, "\(suffix) is not in the trash")
+        try gio("trash --restore '\(uri)'")
+    }
+
     func testTwoPhotosOfOneNameTrashedFromTwoAlbumsAndRestored() throws {
         let uid = getuid()
         try sh("gio trash Albums/A/P.jpg && gio trash Albums/B/P.jpg")
@@ -45,9 +52,7 @@ final class DesktopTrashTests: MountTestCase {
         // Restored as a file manager does: moved back to its Path, its info removed.
         try sh("mv .Trash-\(uid)/files/P.jpg Albums/A/P.jpg && rm .Trash-\(uid)/info/P.jpg.trashinfo")
         // And by gio through gvfs.
-        let listed = try gio("trash --list").stdout.split(separator: "\n").first { $0.hasSuffix("/Albums/B/P.jpg") }
-        let uri = try XCTUnwrap(listed.map { String($0.split(separator: "\t")[0]) })
-        try gio("trash --restore '\(uri)'")
+        try restoreWithGio("/Albums/B/P.jpg")
         try sh("cmp Albums/A/P.jpg \(q(gps))/DSCN0010.jpg && cmp Albums/B/P.jpg \(q(gps))/DSCN0012.jpg")
         XCTAssertEqual(try sh("ls 'Smart Albums/Recently Deleted' .Trash-\(uid)/files").stdout,
                        ".Trash-\(uid)/files:\n\nSmart Albums/Recently Deleted:\n")
@@ -69,9 +74,7 @@ final class DesktopTrashTests: MountTestCase {
         try gio("trash \(q(day))/P.jpg")
         XCTAssertEqual(try sh("ls Albums/A 'All Photos' 'By Date'").stdout, "Albums/A:\n\nAll Photos:\n\nBy Date:\n", "the day is not listed")
         XCTAssertTrue(try sh("cat .Trash-\(uid)/info/P.jpg.trashinfo").stdout.contains("Path=By%20Date/2008/2008-10/2008-10-22/P.jpg"))
-        let listed = try gio("trash --list").stdout.split(separator: "\n").first { $0.hasSuffix("/\(day)/P.jpg") }
-        let uri = try XCTUnwrap(listed.map { String($0.split(separator: "\t")[0]) })
-        try gio("trash --restore '\(uri)'")
+        try restoreWithGio("/\(day)/P.jpg")
         try sh("cmp \(q(day))/P.jpg \(q(gps))/DSCN0010.jpg && cmp Albums/A/P.jpg \(q(gps))/DSCN0010.jpg")
         XCTAssertEqual(try sh("ls 'Smart Albums/Recently Deleted' .Trash-\(uid)/files").stdout,
                        ".Trash-\(uid)/files:\n\nSmart Albums/Recently Deleted:\n")

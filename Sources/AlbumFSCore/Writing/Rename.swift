@@ -165,14 +165,14 @@ extension FileSystem {
         default: break
         }
 
-        if Names.staysPlain(newName) {
-            saves.backupMoved(folder: from.ino, name: name, asset: asset.id)
-            return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
-        }
-        if showsNoBytes, let over {
+        let staysPlain = Names.staysPlain(newName)
+        if !staysPlain, showsNoBytes, let over {
             throw FSError(EINVAL, "refused to put \(name) over \(over.name): \(name) was truncated to nothing, and an empty file is no photo; both are unchanged")
         }
         saves.backupMoved(folder: from.ino, name: name, asset: asset.id)
+        if staysPlain {
+            return try hidePhotoEntry(asset, from: from, name: name, to: to, newName: newName, replacing: replacedPlain)
+        }
 
         // Over another photo, or onto the name a photo left moments ago: a save.
         let vacated = over == nil && !showsNoBytes && Rules.keepsSaves(toKind) ? saves.vacatedBy(folder: to.ino, name: newName) : nil

@@ -57,10 +57,10 @@ enum InfoCommand {
             guard parts.count == 2, let smart = SmartAlbum.allCases.first(where: { $0.folderName == parts[1] }) else { return nil }
             return try library.asset(named: name, in: .smart(smart))
         default:
-            // All Photos, By Date/...: names there are the library-wide display names.
-            let found = try library.asset(named: name)
+            // All Photos (no folder in it), By Date/...: names there are the library-wide
+            // display names.
             if parts[0] == "All Photos", parts.count > 1 { return nil }
-            return found
+            return try library.asset(named: name)
         }
     }
 
