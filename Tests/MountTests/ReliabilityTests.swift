@@ -88,6 +88,101 @@ final class ReliabilityTests: MountTestCase {
         try sh("cmp \(q(gps))/DSCN0010.jpg Albums/A/P.jpg")
     }
 
+    /// A plain file is as durable as a photo: at its close (a hidden name that can never
+    /// be a photo, a visible one that is no photo) and at an mknod, its bytes, its name in
+    /// `plain/` and its row (the database's log) are on disk before the call returns (the
+    /// daemon's own syncs, traced, started before the caller saw the return); and a file
+    /// fsynced and still open survives a crash. A review found a hidden file's close
+    /// syncing nothing, every plain file's row committed without waiting for the disk,
+    /// and a file fsynced before its first close thrown away at the next start.
+    func testAPlainFileIsDurableAtItsCloseItsMknodAndItsFsync() throws {
+        try start()
+        let pid = try XCTUnwrap(mount.pid)
+        let traceFile = temp.sub("syncs")
+        let tracer = Process()
+        tracer.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        tracer.arguments = ["-f", "-qq", "-y", "-ttt", "-e", "trace=fsync,fdatasync", "-o", traceFile, "-p", String(pid)]
+        try tracer.run()
+        defer { if tracer.isRunning { tracer.interrupt(); tracer.waitUntilExit() } }
+        // Every thread of the daemon is traced before anything is done.
+        let traced = { () -> Bool in
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            return !tasks.isEmpty && tasks.allSatisfy { task in
+                let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+                return status.split(separator: "\n").contains { $0.hasPrefix("TracerPid:") && !$0.hasSuffix("\t0") }
+            }
+        }
+        for _ in 0..<200 where !traced() { usleep(20_000) }
+        XCTAssertTrue(traced(), "strace attached to every thread")
+        let script = """
+            import os, stat, time
+            def close_of(name, text):
+                with open(name, 'w') as f: f.write(text)
+                return time.time()
+            print('hidden', close_of('Albums/A/.draft.swp', 'a draft'))
+            print('visible', close_of('Albums/A/notes.txt', 'some notes'))
+            os.mknod('Albums/A/made', 0o644 | stat.S_IFREG)
+            print('mknod', time.time())
+            """
+        let ran = try Processes.run("python3", ["-c", script], currentDirectory: m)
+        XCTAssertTrue(ran.ok, ran.stderr)
+        tracer.interrupt()
+        tracer.waitUntilExit()
+        var returned: [String: Double] = [:]
+        for line in ran.stdout.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            returned[String(fields[0])] = Double(fields.last!)
+        }
+        // (time, path) of each sync the daemon made.
+        let syncs: [(Double, String)] = try String(contentsOfFile: traceFile, encoding: .utf8).split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", maxSplits: 2)
+            guard fields.count == 3, let time = Double(fields[1]), let open = fields[2].firstIndex(of: "<"),
+                  let close = fields[2][open...].firstIndex(of: ">") else { return nil }
+            return (time, String(fields[2][fields[2].index(after: open)..<close]))
+        }
+        let plainFolder = lib + "/plain", log = lib + "/library.db-wal"
+        func ino(_ name: String) throws -> String { try sh("stat -c %i \(q("Albums/A/" + name))").stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
+        var previous = 0.0
+        for (name, step) in [(".draft.swp", "hidden"), ("notes.txt", "visible"), ("made", "mknod")] {
+            let done = try XCTUnwrap(returned[step], ran.stdout)
+            let mine = syncs.filter { $0.0 > previous && $0.0 < done }
+            let bytes = "\(plainFolder)/\(try ino(name))"
+            if step != "mknod" {
+                XCTAssertTrue(mine.contains { $0.1 == bytes }, "\(name): its bytes synced before the return; \(syncs)")
+            }
+            XCTAssertTrue(mine.contains { $0.1 == plainFolder }, "\(name): plain/ synced before the return; \(syncs)")
+            let lastLog = try XCTUnwrap(mine.lastIndex { $0.1 == log }, "\(name): its row synced before the return; \(syncs)")
+            XCTAssertTrue(mine[..<lastLog].contains { $0.1 == plainFolder }, "\(name): the row after the bytes' name; \(syncs)")
+            previous = done
+        }
+
+        // fsynced, not closed, then a crash: the file is there, whole, after the restart.
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        writer.arguments = ["-c", """
+            import os, sys, time
+            f = open('Albums/A/kept.txt', 'w'); f.write('fsynced words'); f.flush(); os.fsync(f.fileno())
+            print('synced', flush=True); time.sleep(60)
+            """]
+        writer.currentDirectoryURL = URL(fileURLWithPath: m)
+        let out = Pipe()
+        writer.standardOutput = out
+        try writer.run()
+        defer { if writer.isRunning { kill(writer.processIdentifier, SIGKILL); writer.waitUntilExit() } }
+        var said = ""
+        while !said.hasSuffix("\n") {
+            let more = out.fileHandleForReading.availableData
+            if more.isEmpty { break }
+            said += String(decoding: more, as: UTF8.self)
+        }
+        XCTAssertEqual(said, "synced\n")
+        mount.crash()
+        kill(writer.processIdentifier, SIGKILL)
+        writer.waitUntilExit()
+        try mount.start()
+        XCTAssertEqual(try sh("cat Albums/A/kept.txt").stdout, "fsynced words")
+    }
+
     /// A damaged original is healed by good bytes with its hash: a copy into the mount, or
     /// `albumfs import`. What `check` finds and cannot see cheaply is marked by
     /// `check --repair`, which says how to heal it.

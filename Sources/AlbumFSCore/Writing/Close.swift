@@ -58,11 +58,14 @@ extension FileSystem {
         }
     }
 
-    /// A plain file created through the mount is whole once closed: its row says so, so
-    /// that a restart keeps it.
+    /// A plain file created through the mount is whole once closed (or fsynced): its row
+    /// says so, so that a restart keeps it, and is on disk, as its bytes file's name in
+    /// `plain/` is, before the close returns (its create was committed lazily). The
+    /// caller has synced the bytes.
     private func finishIfUnfinished(_ writer: Writer) throws {
         guard writer.withLock({ writer.unfinished }), case .plain(let id) = writer.target else { return }
-        try library.write(.lazy) { try $0.finishPlainFile(id) }
+        try library.files.syncFolder(LibraryPath.plainFile(id).parent)
+        try library.write(.durable) { try $0.finishPlainFile(id) }
         writer.withLock { writer.unfinished = false }
     }
 
@@ -93,6 +96,8 @@ extension FileSystem {
             let (fd, _) = writer.readable()
             if let fd { try explained("fsync of inode \(writer.ino)") { try fd.sync() } }
             writer.synced()
+            // A plain file fsynced before its first close survives a crash, row and all.
+            if fd != nil { try writer.io { try finishIfUnfinished(writer) } }
             // An NFS server turns a client's COMMIT into fsync and may keep the file open
             // for long after: import now, when the bytes look whole.
             if writer.isDirty, let fd, Completeness.looksComplete(fd) { try close(writer) }
@@ -270,6 +275,7 @@ extension FileSystem {
         // Most plain files can never become photos here: no need to read them.
         if case .stayPlain = try destiny(of: "", name: file.name, folder: folder, over: nil),
            saves.vacatedBy(folder: folder.ino, name: file.name) == nil {
+            if case .own(let fd) = work.bytes { try explained("cannot sync \(file.name)") { try fd.sync() } }
             try finishIfUnfinished(writer)
             readSidecarIfOne(id)
             return .keptPlain
@@ -322,6 +328,7 @@ extension FileSystem {
             let source = try library.openBlob(of: clone)
             let target = try library.files.open(.plainFile(file.id), flags: O_WRONLY)
             try SystemCalls.copyAll(from: source, to: target, length: clone.size)
+            try target.sync()
             try finishIfUnfinished(writer)
             return .keptPlain
         }

@@ -24,8 +24,11 @@ extension FileSystem {
             try library.files.open(.plainFile(id), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         }
         do {
-            // Not durable yet: a crash before the first close discards the file anyway.
-            try library.write(.lazy) { tx in
+            // A file opened by its create is not durable until its first close or fsync
+            // (`finishIfUnfinished`): a crash before discards it anyway. One made without
+            // an open (mknod, as file servers create) is whole now.
+            if !open { try library.files.syncFolder(LibraryPath.plainFile(id).parent) }
+            try library.write(open ? .lazy : .durable) { tx in
                 try tx.createPlainFile(named: name, in: parent, mode: mode & 0o1777, id: id, unfinished: open)
             }
         } catch {
@@ -157,6 +160,9 @@ extension FileSystem {
         do {
             try SystemCalls.copyAll(from: source, to: copy, length: try source.size())
             try copy.setModificationTime(nanoseconds: file.explicitMtimeNs ?? file.changedNs)
+            // The row stops naming the blob only once the copy is on disk.
+            try copy.sync()
+            try library.files.syncFolder(LibraryPath.plainFile(file.id).parent)
             try library.write { try $0.plainFileOwnsItsBytes(file.id) }
         } catch {
             discard(.plainFile(file.id))
