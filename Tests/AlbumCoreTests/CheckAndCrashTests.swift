@@ -41,6 +41,48 @@ final class CheckAndCrashTests: XCTestCase {
         XCTAssertEqual(problems.count, 2, check.stdout)
     }
 
+    /// A copy of a library that did not keep the files' times (`cp -r`, a restore from a
+    /// backup without them): every original's time differs from the one stored, and
+    /// reads refuse them (EIO) as they would a file changed on disk. `check` names each
+    /// (a review found it saying "ok"), `check --repair` records the intact ones as they
+    /// are, and they read again. An orphan a crash left short is a note, not damage.
+    func testACopyOfTheLibraryWithoutItsTimesIsNamedAndRepairedByCheck() throws {
+        let lib = temp.sub("lib"), copy = temp.sub("copy")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        XCTAssertTrue(try Processes.albumfs("import", lib, Samples.directory + "/photos/jpg/gps").stdout.contains("imported 9"))
+        usleep(20_000)  // the copy's times differ from the originals' even on a coarse clock
+        XCTAssertTrue(try Processes.shell("cp -r \(q(lib)) \(q(copy))").ok)
+        let assets = try Library.open(at: copy, access: .reader).assets(in: .allPhotos)
+        XCTAssertEqual(assets.count, 9)
+        func reads() throws -> Int {
+            let library = try Library.open(at: copy, access: .reader)
+            return assets.filter { (try? library.openBlob($0.sha256, owner: $0.name)) != nil }.count
+        }
+        XCTAssertEqual(try reads(), 0, "reads refuse originals whose time changed")
+
+        // A short orphan (a crash between linking a blob and its commit): a note.
+        let other = Samples.directory + "/photos/tiff/Arbitro.tiff"
+        let hash = try SystemCalls.open(other, flags: O_RDONLY).sha256()
+        try FileManager.default.createDirectory(atPath: "\(copy)/originals/\(hash.prefix(2))", withIntermediateDirectories: true)
+        try Data(try Data(contentsOf: URL(fileURLWithPath: other)).prefix(300)).write(to: URL(fileURLWithPath: "\(copy)/originals/\(hash.prefix(2))/\(hash)"))
+
+        let check = try Processes.albumfs("check", copy)
+        XCTAssertEqual(check.status, 1, check.stdout)
+        let problems = check.stdout.split(separator: "\n").filter { $0.hasPrefix("problem:") }
+        XCTAssertEqual(problems.count, 9, check.stdout)
+        XCTAssertTrue(problems.allSatisfy { $0.contains("modification time") }, check.stdout)
+        XCTAssertTrue(check.stdout.contains("orphan blob \(hash)"), check.stdout)
+        XCTAssertFalse(check.stdout.contains("altered"), check.stdout)
+
+        let repair = try Processes.albumfs("check", "--repair", copy)
+        XCTAssertEqual(repair.status, 0, repair.stdout)
+        XCTAssertTrue(repair.stdout.contains("recorded 9 intact original(s)"), repair.stdout)
+        XCTAssertEqual(try reads(), 9)
+        let again = try Processes.albumfs("check", copy)
+        XCTAssertEqual(again.status, 0, again.stdout)
+        XCTAssertFalse(again.stdout.contains("problem:"), again.stdout)
+    }
+
     func testSIGKILLDuringImportNeverLeavesAHalfImportedAsset() throws {
         // Enough distinct photos that an import takes a while.
         let source = temp.sub("card")

@@ -183,6 +183,26 @@ final class ReliabilityTests: MountTestCase {
         XCTAssertEqual(try sh("cat Albums/A/kept.txt").stdout, "fsynced words")
     }
 
+    /// A plain file whose bytes file went missing fails every lookup (EIO, "run albumfs
+    /// check"), so its name cannot be removed through the mount: `check` names it (a
+    /// review found it saying "ok") and `check --repair` removes the name.
+    func testAPlainFileWhoseBytesAreGoneIsNamedAndRemovedByCheck() throws {
+        try start()
+        try sh("echo words > Albums/A/notes.txt")
+        let ino = try sh("stat -c %i Albums/A/notes.txt").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        mount.unmount()
+        XCTAssertEqual(unlink("\(lib!)/plain/\(ino)"), 0)
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 1, check.stdout)
+        XCTAssertTrue(check.stdout.contains("problem: plain file notes.txt (\(ino)): its bytes"), check.stdout)
+        let repair = try Processes.albumfs("check", "--repair", lib)
+        XCTAssertEqual(repair.status, 0, repair.stdout)
+        XCTAssertTrue(repair.stdout.contains("removed plain file notes.txt"), repair.stdout)
+        try mount.start()
+        XCTAssertEqual(try sh("ls -A Albums/A").stdout, "")
+        XCTAssertEqual(try sh("echo again > Albums/A/notes.txt && cat Albums/A/notes.txt").stdout, "again\n")
+    }
+
     /// A damaged original is healed by good bytes with its hash: a copy into the mount, or
     /// `albumfs import`. What `check` finds and cannot see cheaply is marked by
     /// `check --repair`, which says how to heal it.

@@ -35,10 +35,16 @@ extension Library {
 
         // Blob rows and the assets and versions that use them.
         let blobRows = try read { r in
-            try r.db.query("SELECT sha256, size FROM blobs") { ($0.text(0), $0.int64(1)) }
+            try r.db.query("SELECT sha256, size, mtime_ns, damaged FROM blobs") {
+                ($0.text(0), $0.int64(1), $0.optionalInt64(2), $0.bool(3))
+            }
         }
         var rowSize: [String: Int64] = [:]
-        for (hash, size) in blobRows { rowSize[hash] = size }
+        var rowStamp: [String: (mtimeNs: Int64?, damaged: Bool)] = [:]
+        for (hash, size, mtime, damaged) in blobRows {
+            rowSize[hash] = size
+            rowStamp[hash] = (mtime, damaged)
+        }
         let uses = try read { r in
             try r.db.query("""
                 SELECT a.sha256, a.id, a.name, 'asset' FROM assets a
@@ -54,16 +60,19 @@ extension Library {
             return "\(names), blob \(hash)"
         }
 
-        // Every file in originals/ is re-hashed.
+        // Every file in originals/ that a row uses is re-hashed. One that none uses is an
+        // orphan (below), never trusted and never read, which a crash may have left short.
         let files = try blobs.allFiles()
         let fileSet = Set(files.map(\.name))
         let total = files.count
         var damaged: [String] = []
+        var intactButStamped: [(hash: String, size: Int64, mtimeNs: Int64)] = []
         for (index, (folder, name)) in files.enumerated() {
             guard isSHA256Hex(name), String(name.prefix(2)) == folder else {
                 report.notes.append("stray file in originals/: \(folder)/\(name)")
                 continue
             }
+            guard usedBy[name] != nil else { continue }
             do {
                 // Never through a link: a blob replaced by a link out of the library is a problem.
                 let file = try blobs.open(name)
@@ -78,6 +87,18 @@ extension Library {
                 } else if let expected = rowSize[name], expected != size {
                     report.problems.append("\(describe(name)): size \(size), expected \(expected); \(healHint)")
                     damaged.append(name)
+                } else if let stamp = rowStamp[name] {
+                    // Intact bytes that reads refuse all the same (`blobProblem`): a file
+                    // whose time changed (a copy of the library without its times, cp -r)
+                    // or one marked damaged and since put back by hand.
+                    let mtime = try file.status().modificationNanoseconds
+                    let why = stamp.damaged ? "was marked damaged, but its bytes are intact now"
+                        : stamp.mtimeNs.map { $0 != mtime } == true ? "changed its modification time since it was stored (a copy of the library that did not keep times?), but its bytes are intact"
+                        : nil
+                    if let why {
+                        intactButStamped.append((name, size, mtime))
+                        if !repair { report.problems.append("\(describe(name)) \(why): reads fail until albumfs check --repair records it") }
+                    }
                 }
             } catch {
                 report.problems.append("\(describe(name)): unreadable: \(error); \(healHint)")
@@ -88,6 +109,10 @@ extension Library {
         if repair && !damaged.isEmpty {
             try write { tx in for hash in damaged { try tx.markBlobDamaged(hash) } }
             report.repairs.append("marked \(damaged.count) damaged original(s): copying the intact file in again (or albumfs import of it) repairs each")
+        }
+        if repair && !intactButStamped.isEmpty {
+            try write { tx in for blob in intactButStamped { try tx.healBlob(blob.hash, size: blob.size, mtimeNs: blob.mtimeNs) } }
+            report.repairs.append("recorded \(intactButStamped.count) intact original(s) as they are on disk now: they read again")
         }
 
         // Rows pointing at blobs that are not there.
@@ -107,11 +132,25 @@ extension Library {
         for (_, hash) in files where isSHA256Hex(hash) && usedBy[hash] == nil {
             report.notes.append("orphan blob \(hash) (no asset uses it; gc removes it)")
         }
-        for (hash, _) in blobRows where usedBy[hash] == nil && !fileSet.contains(hash) {
+        for (hash, _, _, _) in blobRows where usedBy[hash] == nil && !fileSet.contains(hash) {
             report.notes.append("blob row \(hash) has neither file nor user")
             if repair {
                 try write { tx in try tx.db.run("DELETE FROM blobs WHERE sha256 = ?", hash) }
                 report.repairs.append("removed the blob row \(hash)")
+            }
+        }
+
+        // Plain files whose own bytes file is gone: every lookup of the name fails (EIO),
+        // so the name cannot even be removed through the mount; --repair removes it.
+        let plainFiles = try read { r in
+            try r.db.query("SELECT id, name FROM plain_files WHERE blob_sha256 IS NULL AND unfinished = 0") { ($0.int64(0), $0.text(1)) }
+        }
+        for (id, name) in plainFiles where try self.files.status(.plainFile(id)) == nil {
+            if repair {
+                _ = try write { tx in try tx.deletePlainFile(id) }
+                report.repairs.append("removed plain file \(name) (\(id)), whose bytes (\(LibraryPath.plainFile(id))) were missing")
+            } else {
+                report.problems.append("plain file \(name) (\(id)): its bytes (\(LibraryPath.plainFile(id))) are missing; albumfs check --repair removes the name")
             }
         }
 

@@ -7,13 +7,17 @@ enum CheckCommand {
             usage: albumfs check LIBRARY [--repair]
 
             Verifies the library: SQLite's integrity and foreign-key checks, every blob
-            in originals/ re-hashed against its name, every row pointing at a blob that
-            exists, counters that agree with the rows. Problems name the asset; orphans
-            (blobs no asset uses, left by a crash) are reported as notes, and gc removes
-            them. Exit status 1 when a problem was found.
+            in originals/ that a row uses re-hashed against its name, every row pointing
+            at a blob that exists, originals whose time on disk is not the one stored
+            (reads refuse them: a copy of the library that did not keep times), plain
+            files whose bytes are missing, counters that agree with the rows. Problems
+            name the asset; orphans (blobs no asset uses, left by a crash) are reported
+            as notes, and gc removes them. Exit status 1 when a problem was found.
 
             --repair  also fixes what can be fixed without losing anything (missing or
-                      stale rows, counters); it needs the library unmounted.
+                      stale rows, counters, the stored time of intact originals, names
+                      of plain files whose bytes are gone); it needs the library
+                      unmounted.
             """,
         run: run)
 
