@@ -203,6 +203,20 @@ final class ReliabilityTests: MountTestCase {
         XCTAssertEqual(try sh("echo again > Albums/A/notes.txt && cat Albums/A/notes.txt").stdout, "again\n")
     }
 
+    /// A photo whose original is missing, renamed over another photo: EIO, as its reads
+    /// are, and the other photo unchanged (a review found EAGAIN, "try again", which
+    /// cannot help with one host).
+    func testAPhotoWhoseOriginalIsMissingRenamedOverAnotherIsAnIOError() throws {
+        try start()
+        try sh("cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg Albums/A/")
+        let library = try library()
+        XCTAssertEqual(unlink(library.files.absolute(.blob(try XCTUnwrap(try library.asset(named: "DSCN0010.jpg")).sha256))), 0)
+        let moved = try sh("mv Albums/A/DSCN0010.jpg Albums/A/DSCN0012.jpg", status: 1)
+        XCTAssertTrue(moved.stderr.contains("Input/output error"), moved.stderr)
+        try sh("cmp \(q(gps))/DSCN0012.jpg Albums/A/DSCN0012.jpg")
+        XCTAssertTrue(mount.log.contains("is missing from originals/; run albumfs check"), mount.log)
+    }
+
     /// A damaged original is healed by good bytes with its hash: a copy into the mount, or
     /// `albumfs import`. What `check` finds and cannot see cheaply is marked by
     /// `check --repair`, which says how to heal it.

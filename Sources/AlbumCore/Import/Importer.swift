@@ -214,8 +214,14 @@ extension Transaction {
     /// another host may have removed an unused blob between the caller's look and this
     /// transaction (gc removes them holding the writers' lock, so this look is after it).
     /// The caller's close or import then fails and its bytes stay where they were.
+    /// With one host (SQLite) no gc runs beside a mount: a file missing here is a lost
+    /// original (`check` names it), and trying again would not help.
     func placedBlobMtime(_ sha256: String) throws -> Int64 {
         guard let st = try library.files.status(.blob(sha256)) else {
+            if library.backend == .sqlite {
+                Log.error("the original \(sha256) is missing from originals/; run albumfs check")
+                throw LibraryError.io("the original \(sha256) is missing; run albumfs check", errno: EIO)
+            }
             throw LibraryError.io("the original \(sha256) was removed (by gc?) before it was recorded; try again", errno: EAGAIN)
         }
         return st.modificationNanoseconds
