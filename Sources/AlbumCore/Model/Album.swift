@@ -325,6 +325,17 @@ extension Transaction {
         try db.run("UPDATE memberships SET name = ?, name_key = ? WHERE id = ?", free, Names.key(free), existing.id)
     }
 
+    /// An entry of a deleted or hidden photo named `name` in album folder `dirIno` moves
+    /// aside (`makeWayForVisibleEntry`) for a plain file taking that name, as it does for
+    /// a photo or a sub-album (`claimName`); else the photo's return would show the name
+    /// twice. A visible entry there is the caller's business.
+    func makeWayForPlainFile(named name: String, in dirIno: UInt64) throws {
+        guard let albumID = FixedInode.album(ofFolder: dirIno), let member = try membership(named: name, inAlbum: albumID),
+              try db.scalar("SELECT 1 FROM assets WHERE id = ? AND trashed_at IS NULL AND hidden = 0", member.assetID) == nil
+        else { return }
+        try makeWayForVisibleEntry(member)
+    }
+
     /// Removes the entry `name` from an album; the asset stays in the library.
     public func removeMembership(album albumID: Int64, name: String) throws {
         guard let entry = try membership(named: name, inAlbum: albumID) else { throw LibraryError.notFound(name) }

@@ -82,6 +82,7 @@ extension Transaction {
                                 symlink: Bool = false) throws -> PlainFile {
         try Names.validate(name)
         if try plainFile(named: name, in: dirIno) != nil { throw LibraryError.exists(name) }
+        try makeWayForPlainFile(named: name, in: dirIno)
         let id = try id ?? allocateID()
         try db.run("""
             INSERT INTO plain_files(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns, blob_sha256, unfinished)
@@ -113,6 +114,7 @@ extension Transaction {
         if let other = try plainFile(named: name, in: dirIno), other.id != id {
             replaced = try deletePlainFile(other.id)
         }
+        try makeWayForPlainFile(named: name, in: dirIno)
         try db.run("UPDATE plain_files SET dir_ino = ?, name = ?, name_key = ?, changed_ns = ? WHERE id = ?",
                    Int64(bitPattern: dirIno), name, Names.key(name), nowNanoseconds(), id)
         try touchFolder(file.dirIno)

@@ -227,7 +227,16 @@ extension FileSystem {
                 try tx.deleteAsset(asset.id)
                 Log.info("deleted \(asset.name) for good (the desktop trash was emptied)")
             case .joinAlbum(let album) where !moved:
-                try tx.addMembership(album: album, asset: asset.id, name: newName)
+                if case .restore = departure, let back = try tx.memberships(ofAsset: asset.id).first(where: { $0.albumID == album }) {
+                    // The restore brought back the photo's own entry in that album: it
+                    // takes the name the move gives, as one file moved into a folder is
+                    // one entry there (not a second name of the photo beside its old one).
+                    if Names.key(back.name) != Names.key(newName) {
+                        try tx.moveMembership(from: album, name: back.name, to: album, name: newName)
+                    }
+                } else {
+                    try tx.addMembership(album: album, asset: asset.id, name: newName)
+                }
             case .rename:
                 if newName != asset.name { try tx.renameAsset(asset.id, to: newName) }
             case .markFavorite:
