@@ -206,6 +206,31 @@ final class ThumbnailTests: XCTestCase {
         XCTAssertEqual(try sh("ls \(q(m))/Albums").stdout, "")
     }
 
+    /// An album whose `.thumbnails/` holds files copied in is not empty: `rmdir` of it or
+    /// of that `.thumbnails/`, and `mv -T` of an empty album over it, are ENOTEMPTY as on a
+    /// disk, and the files stay; once they are removed, each works. A review found the
+    /// rename returning 0 and the files lost (their rows left pointing into a folder that
+    /// was gone), and `rmdir` of the album removing them.
+    func testAnAlbumWhoseThumbnailsHoldCopiedFilesIsNotEmpty() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let m = mount.mountpoint
+        let card = temp.sub("D3")
+        try sh("mkdir -p \(q(card))/.thumbnails && head -c 3000 /dev/urandom > \(q(card))/.thumbnails/t.jpg")
+        try sh("cp -r \(q(card)) \(q(m))/Albums/D3 && mkdir \(q(m))/Albums/Y5")
+        for refused in ["mv -T \(q(m))/Albums/Y5 \(q(m))/Albums/D3", "rmdir \(q(m))/Albums/D3", "rmdir \(q(m))/Albums/D3/.thumbnails"] {
+            XCTAssertTrue(try sh("\(refused) 2>&1", status: 1).stdout.contains("Directory not empty"), refused)
+        }
+        try sh("cmp \(q(card))/.thumbnails/t.jpg \(q(m))/Albums/D3/.thumbnails/t.jpg")
+        XCTAssertEqual(try sh("ls -A \(q(m))/Albums/D3/.thumbnails").stdout, "t.jpg\n")
+        try sh("rm \(q(m))/Albums/D3/.thumbnails/t.jpg && rmdir \(q(m))/Albums/D3/.thumbnails")
+        try sh("mv -T \(q(m))/Albums/Y5 \(q(m))/Albums/D3")
+        XCTAssertEqual(try sh("ls -A \(q(m))/Albums").stdout, "D3\n")
+        try sh("rmdir \(q(m))/Albums/D3")
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+    }
+
     func testThumbnailsAreUprightLikeVipsthumbnail() throws {
         try mountSamples()
         let orientation = Samples.media.filter { $0.path.hasPrefix("photos/jpg/orientation/") }

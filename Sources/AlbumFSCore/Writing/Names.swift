@@ -150,9 +150,11 @@ extension FileSystem {
         return try attributes(of: .album(album))
     }
 
-    /// rmdir deletes an album that lists nothing (its `.thumbnails/`, and photos in
-    /// Recently Deleted or hidden, do not count: `Transaction.deleteAlbum`); anything else
-    /// is EPERM.
+    /// rmdir deletes an album that lists nothing (its made thumbnails, and photos in
+    /// Recently Deleted or hidden, do not count: `Transaction.deleteAlbum`); one whose
+    /// `.thumbnails/` holds files copied in is ENOTEMPTY, as a folder holding a folder
+    /// of files is on a disk (it lists that `.thumbnails/`, and `rm -r` removes them
+    /// first); anything else is EPERM.
     public func rmdir(parent: UInt64, name bytes: [UInt8]) throws {
         try checkWritable()
         let name = try validName(bytes)
@@ -160,27 +162,36 @@ extension FileSystem {
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
         case .album(let album):
-            // Files still in its .thumbnails/ (`rm -r` removes them first; a bare rmdir
-            // does not) go with it, as its derived folder goes.
-            let thumbnailsFolder = Node.thumbnails(of: UInt64(album.id)).ino
-            let copiedIn = try library.plainFiles(in: thumbnailsFolder)
-            let unseen = try library.write { tx in
-                for file in copiedIn { try tx.deletePlainFile(file.id) }
-                return try tx.deleteAlbum(id: album.id)
-            }
-            copiedIn.forEach(removePlainBytes)
-            if !copiedIn.isEmpty { Log.info("removed album \(album.name) with the \(copiedIn.count) file(s) copied into its .thumbnails/") }
+            try refuseIfThumbnailsHoldFiles(of: album)
+            let unseen = try library.write { tx in try tx.deleteAlbum(id: album.id) }
             if !unseen.isEmpty {
                 Log.info("removed album \(album.name), which listed nothing; \(unseen.count) photo(s) in Recently Deleted or hidden were in it and no longer are")
             }
             afterChange(folders: [parent, UInt64(album.id)], entries: [(parent, name)])
             invalidate(folders: [], files: Set(unseen.map { UInt64($0) }), names: [])  // their link counts
-        case .thumbnails, .sharedThumbnails, .sharedSize:
+        case .thumbnails(let photos):
+            // Derived: removing it changes nothing (rm -r of an album), unless files were
+            // copied into it.
+            try refuseIfThumbnailsHoldFiles(of: photos, named: folder.displayName)
+        case .sharedThumbnails, .sharedSize:
             return  // derived: removing it changes nothing (rm -r of an album)
         case .asset, .plain, .thumbnail, .sharedThumbnail:
             throw FSError(ENOTDIR, "\(name) is not a folder", logged: false)
         default:
             throw FSError.notPermitted("cannot remove \(name): it is a fixed folder of the library")
+        }
+    }
+
+    /// ENOTEMPTY while `album`'s `.thumbnails/` holds files copied in: a folder that
+    /// holds files is not removed (nor replaced by a rename) on any disk, and nothing
+    /// copied in is lost.
+    func refuseIfThumbnailsHoldFiles(of album: Album) throws {
+        try refuseIfThumbnailsHoldFiles(of: UInt64(album.id), named: album.name)
+    }
+
+    func refuseIfThumbnailsHoldFiles(of folder: UInt64, named name: String) throws {
+        if !(try library.plainFiles(in: Node.thumbnails(of: folder).ino, limit: 1)).isEmpty {
+            throw FSError(ENOTEMPTY, "\(name)/.thumbnails/ holds files copied into it", logged: false)
         }
     }
 

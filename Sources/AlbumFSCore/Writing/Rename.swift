@@ -44,7 +44,11 @@ extension FileSystem {
             throw FSError.notPermitted("\(newName) is the name of the thumbnails folder")
         }
         switch target {
-        case nil, .album?: break  // an empty album is replaced (rename(2)); a full one is ENOTEMPTY
+        case nil: break
+        case .album(let replaced)?:
+            // An empty album is replaced (rename(2)); a full one is ENOTEMPTY, and so is one
+            // whose .thumbnails/ holds files copied in (the library cannot see those).
+            try refuseIfThumbnailsHoldFiles(of: replaced)
         default: throw FSError(ENOTDIR, "\(newName) is not a folder", logged: false)
         }
         let oldParent = FixedInode.folder(ofAlbum: album.parentID)
