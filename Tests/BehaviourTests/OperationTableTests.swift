@@ -279,7 +279,33 @@ struct OperationTableTests {
         }
     }
 
+    /// A hidden photo linked anywhere but Hidden would show nowhere: EPERM, and nothing
+    /// changes (a review found `ln` answering 0 and no name appearing).
+    @Test(arguments: Kind.allCases)
+    func lnOfAHiddenPhotoIsEPERM(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/New")
+        try f.fs.rename("All Photos/P.jpg", "Smart Albums/Hidden/P.jpg")
+        for target in ["Albums/New/P.jpg", "Albums/New/Q.jpg", "All Photos/P.jpg", "Smart Albums/Favorites/P.jpg"] {
+            #expect(f.fs.errno { try f.fs.link("Smart Albums/Hidden/P.jpg", target) } == EPERM, "\(target)")
+        }
+        #expect(try f.names("Albums/New") == [])
+        #expect(try f.names("Smart Albums/Hidden") == ["P.jpg"])
+    }
+
     // MARK: rm
+
+    /// A made thumbnail is removed from an album's .thumbnails/ (for the mount's life: `tar
+    /// x` removes what is in its way; ThumbnailTests), never from a view's, which is
+    /// read-only (a review found `rm` there answering 0).
+    @Test(arguments: Kind.allCases)
+    func rmOfAThumbnailIsEPERMInViews(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        for view in ["All Photos", Self.day, "Smart Albums/Favorites"] {
+            #expect(f.fs.errno { try f.fs.unlink(view + "/.thumbnails/P.jpg.jpg") } == EPERM, "\(view)")
+            #expect(f.fs.exists(view + "/.thumbnails/P.jpg.jpg"), "\(view)")
+        }
+    }
 
     @Test(arguments: Kind.allCases)
     func rmInAnAlbumKeepsThePhoto(_ kind: Kind) throws {

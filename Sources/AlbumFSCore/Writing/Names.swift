@@ -16,6 +16,11 @@ extension FileSystem {
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
         case .thumbnail:
+            // In views (All Photos, smart albums, date folders) .thumbnails/ is read-only,
+            // as the view is; an album's lets `tar x` remove one in its way.
+            guard case .thumbnails(let photos) = folder, FixedInode.album(ofFolder: photos) != nil else {
+                throw FSError.notPermitted("cannot remove \(name): the thumbnails of \(folder.displayName) are derived and read-only here")
+            }
             removedThumbnails.remove(name, in: parent)
             afterChange(folders: [parent], entries: [(parent, name)])
         case .sharedThumbnail:
@@ -207,6 +212,10 @@ extension FileSystem {
         if Names.staysPlain(name) { throw FSError.notPermitted("a photo cannot be linked under a hidden, junk or sidecar name (\(name))") }
         let folder = try library.read { try self.folder(newParent, in: $0) }
         let effect = try Rules.link(into: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        if asset.hidden, effect != .hide {
+            // Linked, it would show nowhere (hidden photos show in Hidden only).
+            throw FSError.notPermitted("\(asset.name) is hidden: move it out of Smart Albums/Hidden first")
+        }
         if case .joinAlbum = effect, (try lookupEntry(in: folder, name: name)) != nil {
             throw FSError(EEXIST, "\(name) exists", logged: false)
         }
