@@ -129,10 +129,10 @@ extension FileSystem {
             }
             return a
         case .thumbnail(let asset):
-            guard let file = try thumbnailWaitingIfNeeded(of: asset) else { throw FSError.noEntry("thumbnail of \(asset.name)") }
+            guard let file = try thumbnailWaitingIfNeeded(of: asset) else { throw thumbnailMissing(of: asset, "the thumbnail of \(asset.name)") }
             return thumbnailAttributes(asset, file)
         case .sharedThumbnail(let entry):
-            guard let file = try sharedThumbnailFile(entry) else { throw FSError.noEntry("shared thumbnail of \(entry.name)") }
+            guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)") }
             return sharedAttributes(entry, file)
         default:
             return virtualFolderAttributes(item)

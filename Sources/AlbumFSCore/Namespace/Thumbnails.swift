@@ -14,13 +14,24 @@ extension FileSystem {
         thumbnails.thumbnail(for: asset, size: options.thumbnailSize)
     }
 
+    /// A thumbnail that could not be had: ENOENT when its bytes cannot be decoded (it
+    /// is not listed either), EIO when the decoder failed for now (it is tried again at
+    /// the next look). ENOENT then would tell an NFS server that a handle it holds is
+    /// stale for good.
+    func thumbnailMissing(of asset: Asset, _ what: String) -> FSError {
+        if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return FSError.noEntry(what) }
+        return FSError(EIO, "\(what) could not be made now (the decoder failed; see the log); it is tried again at the next look", logged: false)
+    }
+
     /// Whether a request may wait for a thumbnail to be made: a stat or an open of
     /// `ino`, or (`name` given) a lookup of `name` in folder `ino`. The bridge runs those
     /// off its FUSE worker threads, so that any number of them wait while every other
     /// request is answered. Only a request about a thumbnail not yet made (nor known to
     /// fail) may wait: one about a made thumbnail, a file copied in or a thumbnail
     /// folder itself is answered in place, never in line behind the ones that wait.
-    public func mayWaitForThumbnail(_ ino: UInt64, name: [UInt8]? = nil) -> Bool {
+    public func mayWaitForThumbnail(_ ino: UInt64, name asked: [UInt8]? = nil) -> Bool {
+        // A lookup of "." is an NFS server finding a handle's node: a stat of that node.
+        let name = asked == [0x2E] ? nil : asked
         switch ino & Node.tagMask {
         case Node.thumbnailTag, Node.sharedThumbnailTag:
             guard name == nil else { return false }  // not a folder: ENOTDIR at once

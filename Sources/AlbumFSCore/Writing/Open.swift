@@ -104,14 +104,14 @@ extension FileSystem {
             return try opened(ino: ino, node: node, .readOnly(bytes), keepCache: false, readOnly: true, name: file.name)
         case .thumbnail(let asset):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
-            guard let thumbnail = try thumbnailWaitingIfNeeded(of: asset) else { throw FSError.noEntry("thumbnail of \(asset.name)") }
+            guard let thumbnail = try thumbnailWaitingIfNeeded(of: asset) else { throw thumbnailMissing(of: asset, "the thumbnail of \(asset.name)") }
             let fd = try explained("thumbnail of \(asset.name) cannot be opened") {
                 try library.files.open(thumbnail.path, flags: O_RDONLY)
             }
             return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), name: "thumbnail of \(asset.name)", pid: pid)
         case .sharedThumbnail(let entry):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
-            guard let file = try sharedThumbnailFile(entry) else { throw FSError.noEntry("shared thumbnail of \(entry.name)") }
+            guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)") }
             let fd = try explained("shared thumbnail of \(entry.name) cannot be opened") { try library.files.open(file.path, flags: O_RDONLY) }
             // One number, new bytes after a new version (its mtime is in them): no old pages.
             return try opened(ino: ino, node: node, .readOnly(fd), keepCache: false, readOnly: true, name: entry.name)
