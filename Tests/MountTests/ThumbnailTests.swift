@@ -228,6 +228,12 @@ final class ThumbnailTests: XCTestCase {
         try sh("mv -T \(q(m))/Albums/Y5 \(q(m))/Albums/D3")
         XCTAssertEqual(try sh("ls -A \(q(m))/Albums").stdout, "D3\n")
         try sh("rmdir \(q(m))/Albums/D3")
+        // The top of Albums/ lists no photos, so `.thumbnails` is a folder's name like any
+        // there: a card's contents copied in whole (a review found EEXIST, the copy failing).
+        try sh("cp -r \(q(card))/. \(q(m))/Albums/")
+        try sh("cmp \(q(card))/.thumbnails/t.jpg \(q(m))/Albums/.thumbnails/t.jpg")
+        try sh("rm -r \(q(m))/Albums/.thumbnails && mkdir \(q(m))/Albums/.thumbnails && mv -T \(q(m))/Albums/.thumbnails \(q(m))/Albums/T && mv -T \(q(m))/Albums/T \(q(m))/Albums/.thumbnails")
+        XCTAssertEqual(try sh("ls -A \(q(m))/Albums").stdout, ".thumbnails\n")
         XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
     }
 

@@ -136,7 +136,9 @@ extension FileSystem {
         let folder = try library.read { try self.folder(parent, in: $0) }
         let trash = Rules.makeTrashFolder(in: Rules.Folder(folder), isRoot: parent == FixedInode.root, name: name)
         let parentAlbum = try trash?.parent ?? Rules.makeFolder(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
-        let isThumbnails = Self.isThumbnailsFolderName(name)
+        // `.thumbnails` is taken in folders that list photos; the top of Albums/ lists
+        // none, and there it is an album's name like any (`cp -r DCIM/. Albums/`).
+        let isThumbnails = Self.isThumbnailsFolderName(name) && folder.node != .albumsRoot
         if isThumbnails, case .album = folder,
            try library.plainFiles(in: Node.thumbnails(of: parent).ino).isEmpty {
             // A tree with its own .thumbnails/ (Android's DCIM) copied in: cp makes the

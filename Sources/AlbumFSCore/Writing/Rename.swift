@@ -40,7 +40,7 @@ extension FileSystem {
 
     private func moveAlbum(_ album: Album, to: Item, newName: String, replacing target: Item?) throws {
         let newParentAlbum = try Rules.moveAlbum(into: Rules.Folder(to), name: album.name, folderName: to.displayName)
-        if Self.isThumbnailsFolderName(newName) {
+        if Self.isThumbnailsFolderName(newName), to.node != .albumsRoot {
             throw FSError.notPermitted("\(newName) is the name of the thumbnails folder")
         }
         switch target {
