@@ -96,6 +96,11 @@ final class MultiHostTests: XCTestCase {
         waitFor("the rename") { !exists(b.mountpoint + "/\(trip)/P.jpg") && exists(b.mountpoint + "/\(trip)/Q.jpg") }
         XCTAssertEqual(inode(b.mountpoint + "/\(trip)/Q.jpg"), number)
 
+        // b's kernel holds the attributes of the photo's shared thumbnail (a PNG of the
+        // freedesktop layout, whose size and mtime follow the photo's bytes).
+        let png = "/\(trip)/.sh_thumbnails/large/" + (try XCTUnwrap(names(b.mountpoint + "/\(trip)/.sh_thumbnails/large").first))
+        let oldPNG = try Data(contentsOf: URL(fileURLWithPath: b.mountpoint + png))
+
         // A new version through a: b's kernel had the old size and bytes.
         let other = try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0012.jpg"))
         XCTAssertNotEqual(other.count, bytes.count)
@@ -106,6 +111,19 @@ final class MultiHostTests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: b.mountpoint + "/\(trip)/Q.jpg")), other)
         XCTAssertEqual(inode(b.mountpoint + "/\(trip)/Q.jpg"), number)
+        // The shared thumbnail through b is the new one, whole (a review found b keeping
+        // the old PNG's size, so that the new one came cut short).
+        let newPNG = try Data(contentsOf: URL(fileURLWithPath: a.mountpoint + png))
+        XCTAssertNotEqual(newPNG, oldPNG)
+        func attributes(_ path: String) -> [Int] {
+            var st = stat()
+            return stat(path, &st) == 0 ? [st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec] : []
+        }
+        XCTAssertEqual(attributes(a.mountpoint + png).first, newPNG.count)
+        waitFor("the new version's shared thumbnail") {
+            attributes(b.mountpoint + png) == attributes(a.mountpoint + png)
+                && (try? Data(contentsOf: URL(fileURLWithPath: b.mountpoint + png))) == newPNG
+        }
 
         // Trashed through a: gone from b's album and All Photos, in b's Recently Deleted.
         try sh("rm '\(a.mountpoint)/All Photos/P.jpg'")

@@ -31,8 +31,13 @@ extension FileSystem {
                     entry(Node.month(month).ino, DateNames.day(day))
                 }
                 // Trashed, hidden or restored: its entries come and go in its albums.
+                // Its shared thumbnails (in views, and in each album) carry its mtime and
+                // are made anew from new bytes: their attributes go too, as after a change
+                // made here (`touchedBy`).
+                for large in [false, true] { files.insert(Node.sharedThumbnail(id: id, large: large, entry: false).ino) }
                 for membership in (try? library.read({ try $0.memberships(ofAsset: id) })) ?? [] {
                     entry(FixedInode.folder(ofAlbum: membership.albumID), membership.name)
+                    for large in [false, true] { files.insert(Node.sharedThumbnail(id: membership.id, large: large, entry: true).ino) }
                 }
             case .membership(let asset, let before, let after):
                 files.insert(UInt64(asset))  // its link count
