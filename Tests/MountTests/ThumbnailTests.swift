@@ -311,6 +311,13 @@ final class ThumbnailTests: XCTestCase {
         XCTAssertEqual(Set(listing), Set(photos.map { $0 + ".jpg" }))
         XCTAssertTrue(mount.process?.isRunning == true, "the daemon is still up")
         try sh("ls -l \(q(m))/Albums/Broken > /dev/null")
+        // The shared repository's PNGs keep the sides the specification gives its folders
+        // (a review found large/ ones of 128 pixels with this mount's size).
+        try sh("mkdir \(q(m))/Albums/Sized && cp \(q(Samples.directory))/photos/jpg/gps/DSCN0010.jpg \(q(m))/Albums/Sized/")
+        for (folder, side) in [("normal", 128), ("large", 256)] {
+            let png = try XCTUnwrap(try sh("ls \(q(m))/Albums/Sized/.sh_thumbnails/\(folder)").stdout.split(separator: "\n").first)
+            XCTAssertEqual(try sh("vipsheader -f width \(q("\(m)/Albums/Sized/.sh_thumbnails/\(folder)/\(png)"))").stdout, "\(side)\n", folder)
+        }
     }
 
     func testThumbnailsAreMadeAheadAfterACopy() throws {

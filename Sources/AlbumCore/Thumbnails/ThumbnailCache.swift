@@ -98,7 +98,9 @@ public final class ThumbnailCache: Sendable {
     }
 
     /// The shared PNGs' format: a new one when their bytes change for the same photo.
-    static let sharedFormat = "png-rgba-text-2"
+    /// 3: every PNG made from a JPEG of at least its own side (2, with `-o
+    /// thumbnail_size` under 256, made `large/` ones smaller).
+    static let sharedFormat = "png-rgba-text-3"
 
     /// The shared-repository PNG (freedesktop.org, `.sh_thumbnails`) of `side` pixels
     /// made from `jpeg` (this cache's own thumbnail of the bytes `sha256`), naming the

@@ -132,7 +132,7 @@ extension FileSystem {
             guard let file = try thumbnailWaitingIfNeeded(of: asset) else { throw thumbnailMissing(of: asset, "the thumbnail of \(asset.name)") }
             return thumbnailAttributes(asset, file)
         case .sharedThumbnail(let entry):
-            guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)") }
+            guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)", size: sharedSourceSize(large: entry.large)) }
             return sharedAttributes(entry, file)
         default:
             return virtualFolderAttributes(item)

@@ -85,11 +85,17 @@ extension FileSystem {
     /// The PNG of an entry, made now if missing (waiting for its JPEG as a `.thumbnails`
     /// lookup does); nil when the photo has no thumbnail.
     func sharedThumbnailFile(_ entry: SharedEntry) throws -> Thumbnail? {
-        guard let jpeg = try thumbnailWaitingIfNeeded(of: entry.asset) else { return nil }
         let side = entry.large ? 256 : 128
+        guard let jpeg = thumbnails.thumbnail(for: entry.asset, size: sharedSourceSize(large: entry.large)) else { return nil }
         return try thumbnails.sharedPNG(of: jpeg, sha256: entry.asset.sha256, side: side, uri: Self.relativeURI(entry.name),
                                         mtimeSeconds: Dates.floorSeconds(entry.asset.mtimeNanoseconds))
     }
+
+    /// The side of the JPEG a shared PNG is made from: the mount's `.thumbnails` one,
+    /// unless that is smaller than the PNG (`-o thumbnail_size=128` and `large/`, 256):
+    /// then one of the PNG's own side, so that every PNG has the side the
+    /// specification gives its folder.
+    func sharedSourceSize(large: Bool) -> Int { max(options.thumbnailSize, large ? 256 : 128) }
 
     func sharedAttributes(_ entry: SharedEntry, _ file: Thumbnail) -> Attributes {
         fileAttributes(ino: Item.sharedThumbnail(entry).ino, permissions: thumbnailPermissions(of: entry.asset), size: file.size,

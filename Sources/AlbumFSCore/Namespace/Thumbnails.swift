@@ -18,8 +18,8 @@ extension FileSystem {
     /// is not listed either), EIO when the decoder failed for now (it is tried again at
     /// the next look). ENOENT then would tell an NFS server that a handle it holds is
     /// stale for good.
-    func thumbnailMissing(of asset: Asset, _ what: String) -> FSError {
-        if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return FSError.noEntry(what) }
+    func thumbnailMissing(of asset: Asset, _ what: String, size: Int? = nil) -> FSError {
+        if thumbnails.failed(sha256: asset.sha256, size: size ?? options.thumbnailSize) { return FSError.noEntry(what) }
         return FSError(EIO, "\(what) could not be made now (the decoder failed; see the log); it is tried again at the next look", logged: false)
     }
 
@@ -48,13 +48,12 @@ extension FileSystem {
             } else {
                 item = try library.read { try self.item(ino, in: $0) }
             }
-            let asset: Asset
+            let asset: Asset, size: Int
             switch item {
-            case .thumbnail(let a)?: asset = a
-            case .sharedThumbnail(let entry)?: asset = entry.asset
+            case .thumbnail(let a)?: (asset, size) = (a, options.thumbnailSize)
+            case .sharedThumbnail(let entry)?: (asset, size) = (entry.asset, sharedSourceSize(large: entry.large))
             default: return false
             }
-            let size = options.thumbnailSize
             return thumbnails.cached(sha256: asset.sha256, size: size) == nil && !thumbnails.failed(sha256: asset.sha256, size: size)
         } catch {
             return false  // the request itself says what is wrong, at once

@@ -111,7 +111,7 @@ extension FileSystem {
             return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), name: "thumbnail of \(asset.name)", pid: pid)
         case .sharedThumbnail(let entry):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
-            guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)") }
+            guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)", size: sharedSourceSize(large: entry.large)) }
             let fd = try explained("shared thumbnail of \(entry.name) cannot be opened") { try library.files.open(file.path, flags: O_RDONLY) }
             // One number, new bytes after a new version (its mtime is in them): no old pages.
             return try opened(ino: ino, node: node, .readOnly(fd), keepCache: false, readOnly: true, name: entry.name)
