@@ -70,9 +70,12 @@ final class PostgresConnectionTests: XCTestCase {
             "exif-ifd2-DateTimeOriginal": "2019:07:24 18:02:11", "exif-ifd2-OffsetTimeOriginal": "+00:00",
         ])
         let photo = try XCTUnwrap(try library.importFile(at: livePath, originalName: "beach.jpg", destination: .library).asset)
-        XCTAssertNotNil(try library.importFile(at: Samples.directory + "/videos/beach-2019-07-24.mov", originalName: "beach.mov",
-                                               destination: .library).asset)
+        let video = try XCTUnwrap(try library.importFile(at: Samples.directory + "/videos/beach-2019-07-24.mov", originalName: "beach.mov",
+                                                         destination: .library).asset)
         XCTAssertEqual(try library.assets(in: .smart(.livePhotos)).map(\.name), [photo.name])
+        // Its video deleted for good, the photo is a photo again.
+        try library.write { _ = try $0.deleteAsset(video.id) }
+        XCTAssertEqual(try library.assets(in: .smart(.livePhotos)).map(\.name), [])
     }
 
     /// Two connections read a counter and write it plus one at the same moment, each in

@@ -28,6 +28,27 @@ final class ViewQueryTests: XCTestCase {
 
     func names(_ view: AssetView) throws -> [String] { try library.assets(in: view).map(\.name) }
 
+    /// A Live Photo whose video is deleted for good is a photo again: out of Live Photos
+    /// (a review found it there for good); one whose other photo goes keeps its pair.
+    func testALivePhotoWithoutItsVideoLeavesLivePhotos() throws {
+        var photos: [Asset] = []
+        for (name, tag) in [("beach.jpg", "a"), ("BEACH.JPG", "b")] {
+            let path = temp.sub(tag + "-" + name)
+            try MediaFactory.image(at: path, width: 64, height: tag == "a" ? 48 : 40, exif: [
+                "exif-ifd2-DateTimeOriginal": "2019:07:24 18:02:11", "exif-ifd2-OffsetTimeOriginal": "+00:00",
+            ])
+            photos.append(try importFile(path, name: name))
+        }
+        let video = try importFile(Samples.directory + "/videos/beach-2019-07-24.mov", name: "beach.mov")
+        XCTAssertEqual(Set(try names(.smart(.livePhotos))), Set(photos.map(\.name)))
+        try library.write { _ = try $0.deleteAsset(photos[1].id) }
+        XCTAssertEqual(try names(.smart(.livePhotos)), [photos[0].name], "the video still has its photo")
+        XCTAssertEqual(try library.asset(id: video.id)?.kinds.contains(.live), true)
+        try library.write { _ = try $0.deleteAsset(video.id) }
+        XCTAssertEqual(try names(.smart(.livePhotos)), [])
+        XCTAssertEqual(try library.asset(id: photos[0].id)?.kinds.contains(.live), false)
+    }
+
     func testSmartAlbums() throws {
         let screenshot = try sample("extras/Screenshot 2024-05-01 at 10.00.00.png")
         let gif = try sample("extras/animated.gif")

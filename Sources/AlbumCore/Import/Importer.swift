@@ -341,14 +341,33 @@ extension Transaction {
     /// A photo and a video with the same name stem taken within two seconds of each
     /// other are the two halves of a Live Photo.
     private func pairLivePhoto(id: Int64, originalName: String, mediaType: MediaType, takenAt: Int64) throws {
+        for partner in try livePartners(originalName: originalName, mediaType: mediaType, takenAt: takenAt, besides: [id]) {
+            try db.run("UPDATE assets SET kinds = kinds | ? WHERE id IN (?, ?)", MediaKinds.live.rawValue, id, partner)
+        }
+    }
+
+    /// The assets of the other media type whose name has the same stem, taken within two
+    /// seconds: the other halves of a Live Photo.
+    private func livePartners(originalName: String, mediaType: MediaType, takenAt: Int64, besides: [Int64]) throws -> [Int64] {
         let stem = Names.key(Names.split(originalName).stem)
         // The other type as a literal: the partial index of that type serves the query
         // only when its condition is in the statement itself (schema 7).
         let other: MediaType = mediaType == .photo ? .video : .photo
-        let partners = try db.query("SELECT id, original_name FROM assets WHERE media_type = \(other.rawValue) AND taken_at BETWEEN ? AND ? AND id != ?",
-                                    takenAt - 2, takenAt + 2, id) { ($0.int64(0), $0.text(1)) }
-        for (partner, name) in partners where Names.key(Names.split(name).stem) == stem {
-            try db.run("UPDATE assets SET kinds = kinds | ? WHERE id IN (?, ?)", MediaKinds.live.rawValue, id, partner)
+        let candidates = try db.query("SELECT id, original_name FROM assets WHERE media_type = \(other.rawValue) AND taken_at BETWEEN ? AND ?",
+                                      takenAt - 2, takenAt + 2) { ($0.int64(0), $0.text(1)) }
+        return candidates.filter { !besides.contains($0.0) && Names.key(Names.split($0.1).stem) == stem }.map(\.0)
+    }
+
+    /// Asset `id`, half of a Live Photo, is about to be deleted for good: each other half
+    /// that has no other partner left is a plain photo or video again (it left Live
+    /// Photos, which showed it as a pair that no longer is).
+    func unpairLivePhoto(_ id: Int64) throws {
+        guard let gone = try asset(id: id), gone.kinds.contains(.live) else { return }
+        for partner in try livePartners(originalName: gone.originalName, mediaType: gone.mediaType, takenAt: gone.takenAt, besides: [id]) {
+            guard let half = try asset(id: partner),
+                  try livePartners(originalName: half.originalName, mediaType: half.mediaType, takenAt: half.takenAt, besides: [partner, id]).isEmpty
+            else { continue }
+            try db.run("UPDATE assets SET kinds = kinds & ~? WHERE id = ?", MediaKinds.live.rawValue, partner)
         }
     }
 }

@@ -208,6 +208,7 @@ extension Transaction {
         try db.run("DELETE FROM xattrs WHERE ino = ? OR ino IN (SELECT ino FROM aliases WHERE asset_id = ?)", id, id)
         // Their bytes in plain/ are removed when the library is next opened, or by gc.
         try deleteTrashedSidecars(of: id)
+        try unpairLivePhoto(id)
         try db.run("DELETE FROM assets WHERE id = ?", id)
         guard db.changes > 0 else { throw LibraryError.notFound("asset \(id)") }
         for album in Set(left.map(\.albumID)) { try touchAlbum(album) }
