@@ -166,6 +166,14 @@ final class LibraryModelTests: XCTestCase {
         let reserved = try library.reserveIDs(10)
         let c = try library.write { try $0.createAlbum(named: "C", in: 0) }
         XCTAssertGreaterThanOrEqual(c.id, reserved.upperBound)
+        // Album entries too (schema 9): an entry's shared thumbnails take their inode
+        // numbers from its number, and the last one removed came back for the next.
+        let photo = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0010.jpg").asset)
+        let first = try library.write { try $0.addMembership(album: c.id, asset: photo.id, name: "P.jpg") }
+        try library.write { try $0.removeMembership(album: c.id, name: "P.jpg") }
+        let second = try library.write { try $0.addMembership(album: b.id, asset: photo.id, name: "Q.jpg") }
+        XCTAssertGreaterThan(second.id, first.id)
+        XCTAssertEqual(try library.asset(id: photo.id)?.links, 1)
     }
 
     func testNewVersionKeepsTheOldOne() throws {

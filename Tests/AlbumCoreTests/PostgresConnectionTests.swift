@@ -62,7 +62,7 @@ final class PostgresConnectionTests: XCTestCase {
         let library = try Library.open(at: path, access: .exclusive)
         XCTAssertEqual(try indexes(), ["assets_photos_taken", "assets_videos_taken"])
         XCTAssertEqual(try PostgresConnection(database).query("SELECT value FROM meta WHERE key = 'schema_version'"),
-                       [[String(8)]])
+                       [[String(9)]])
         XCTAssertEqual(try modeTriggers(), ["meta_notify_mode"], "schema 8: folder modes are told to other hosts")
         // A Live Photo: a photo and a video of one stem, taken at the same second.
         let livePath = folder.sub("beach.jpg")

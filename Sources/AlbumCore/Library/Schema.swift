@@ -208,6 +208,40 @@ enum Schema {
         // `meta`) is told to the other hosts (PostgresSchema.modeNotify). A library on
         // SQLite has no other hosts: nothing changes here.
         "SELECT 1;",
+        // 9: an album entry's number is never handed out again (AUTOINCREMENT): an entry's
+        // shared thumbnails take their inode numbers from it, and a number that came back
+        // for another entry would lead an NFS client's handle of the old one to another
+        // photo's thumbnail. SQLite adds AUTOINCREMENT only to a new table: rebuilt with
+        // its rows, numbers, indexes and triggers (a dropped table's triggers go first, so
+        // the drop changes no link count).
+        """
+        CREATE TABLE memberships_numbered(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            album_id INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
+            asset_id INTEGER NOT NULL REFERENCES assets(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            name_key TEXT NOT NULL,
+            sort_key INTEGER NOT NULL,
+            added_at INTEGER NOT NULL,
+            UNIQUE(album_id, name_key)
+        );
+        INSERT INTO memberships_numbered(id, album_id, asset_id, name, name_key, sort_key, added_at)
+            SELECT id, album_id, asset_id, name, name_key, sort_key, added_at FROM memberships;
+        DROP TABLE memberships;
+        ALTER TABLE memberships_numbered RENAME TO memberships;
+        CREATE INDEX memberships_sort ON memberships(album_id, sort_key);
+        CREATE INDEX memberships_asset ON memberships(asset_id);
+        CREATE TRIGGER memberships_count_add AFTER INSERT ON memberships BEGIN
+            UPDATE assets SET links = links + 1 WHERE id = NEW.asset_id;
+        END;
+        CREATE TRIGGER memberships_count_remove AFTER DELETE ON memberships BEGIN
+            UPDATE assets SET links = links - 1 WHERE id = OLD.asset_id;
+        END;
+        CREATE TRIGGER memberships_count_move AFTER UPDATE OF asset_id ON memberships BEGIN
+            UPDATE assets SET links = links - 1 WHERE id = OLD.asset_id;
+            UPDATE assets SET links = links + 1 WHERE id = NEW.asset_id;
+        END;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
