@@ -107,6 +107,19 @@ public struct BlobStore: Sendable {
         try files.remove(.blob(sha256))
     }
 
+    /// Second names of healing bytes (`.<sha256>.heal`, see `place`) that a crash left
+    /// between their link and their rename over the damaged blob: for gc to remove.
+    public func healLeftovers() throws -> [LibraryPath] {
+        var result: [LibraryPath] = []
+        for folder in try files.names(in: .originals) where folder.utf8.count == 2 {
+            let path = LibraryPath.originals.appending(folder)
+            for name in try files.names(in: path) where name.hasPrefix(".") && name.hasSuffix(".heal") {
+                result.append(path.appending(name))
+            }
+        }
+        return result
+    }
+
     /// Every blob file in the store, by name, with the folder it is in (for check and gc).
     public func allFiles() throws -> [(folder: String, name: String)] {
         var result: [(String, String)] = []

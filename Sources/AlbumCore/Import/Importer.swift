@@ -172,6 +172,8 @@ extension Library {
             return nil
         }
         _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
+        // Read-only as every blob is (nothing writes these bytes after their close).
+        blobs.seal(file.sha256, descriptor: file.descriptor)
         return nil
     }
 }

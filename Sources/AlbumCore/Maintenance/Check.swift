@@ -128,6 +128,9 @@ extension Library {
                 }
             }
         }
+        for leftover in try blobs.healLeftovers() {
+            report.notes.append("\(leftover): healing bytes a crash left (gc removes them)")
+        }
         // Orphans: files no row uses (a crash between placing a blob and committing).
         for (_, hash) in files where isSHA256Hex(hash) && usedBy[hash] == nil {
             report.notes.append("orphan blob \(hash) (no asset uses it; gc removes it)")

@@ -62,6 +62,11 @@ extension Library {
             gone.insert(hash)
             report.removedBlobs += 1
         }
+        // Healing bytes' second names that a crash left (`BlobStore.healLeftovers`).
+        for leftover in try blobs.healLeftovers() {
+            if let st = try files.status(leftover), isOtherHostsWork(st, now: now) { continue }
+            try files.remove(leftover)
+        }
         report.removedThumbnails = try removeThumbnails(keeping: known)
         try removeUnnamedPlainBytes(now: now)
         return report
