@@ -279,6 +279,25 @@ struct OperationTableTests {
         }
     }
 
+    /// A photo moved into Favorites or Hidden under another name is there under that name:
+    /// those views show a photo by its name, so it is renamed (a review found the move
+    /// answering 0 and the name missing). Under its entry's name, it keeps its own.
+    @Test(arguments: Kind.allCases)
+    func mvIntoFavoritesOrHiddenUnderANewNameRenamesThePhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.rename("Albums/Trip/P.jpg", "Smart Albums/Favorites/Q.jpg")
+        #expect(try f.names("Smart Albums/Favorites") == ["Q.jpg"])
+        #expect(try f.names("All Photos") == ["Q.jpg"])
+        #expect(try f.names("Albums/Trip") == [])
+        #expect(try f.fs.stat("Smart Albums/Favorites/Q.jpg").ino == f.p)
+        try f.fs.rename("All Photos/Q.jpg", "Smart Albums/Hidden/R.jpg")
+        #expect(try f.names("Smart Albums/Hidden") == ["R.jpg"])
+        #expect(try f.names("All Photos") == [])
+        try f.fs.rename("Smart Albums/Hidden/R.jpg", "All Photos/R.jpg")
+        try f.fs.rename("Albums/Other/P.jpg", "Smart Albums/Hidden/P.jpg")
+        #expect(try f.names("Smart Albums/Hidden") == ["R.jpg"], "under the entry's own name: the photo's name stays")
+    }
+
     /// A hidden photo linked anywhere but Hidden would show nowhere: EPERM, and nothing
     /// changes (a review found `ln` answering 0 and no name appearing).
     @Test(arguments: Kind.allCases)

@@ -207,6 +207,11 @@ extension FileSystem {
         default: departure = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
         }
         let sameFolder = from.ino == to.ino
+        // Favorites and Hidden show a photo under its name: a move there under another
+        // name than the one it left (`mv A/P.jpg Favorites/Q.jpg`) renames it, so that
+        // the name asked for is there. Under the same name it keeps the photo's own (an
+        // album's entry may be named otherwise than the photo).
+        let renamedThere = newName != asset.name && (sameFolder || Names.key(newName) != Names.key(name))
         try library.write { tx in
             if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
             var moved = false
@@ -245,10 +250,10 @@ extension FileSystem {
                 if newName != asset.name { try tx.renameAsset(asset.id, to: newName) }
             case .markFavorite:
                 if !asset.favorite { try tx.setFavorite(asset.id, true) }
-                if sameFolder && newName != asset.name { try tx.renameAsset(asset.id, to: newName) }
+                if renamedThere { try tx.renameAsset(asset.id, to: newName) }
             case .hide:
                 if !asset.hidden { try tx.setHidden(asset.id, true) }
-                if sameFolder && newName != asset.name { try tx.renameAsset(asset.id, to: newName) }
+                if renamedThere { try tx.renameAsset(asset.id, to: newName) }
             default: break
             }
         }
