@@ -86,6 +86,21 @@ struct OperationTableTests {
         #expect(try f.names("Albums/Trip") == ["P.jpg", "Q.jpg"])
         #expect(try f.fs.stat("Albums/Trip/Q.jpg").ino == f.p)
         #expect(try f.names("Albums/Other") == ["P (2).jpg", "P.jpg"])
+        // Hidden, and moved back into Trip under another name: one entry there too.
+        try f.fs.rename("All Photos/P.jpg", "Smart Albums/Hidden/P.jpg")
+        #expect(gone("Albums/Trip/Q.jpg"))
+        try f.fs.rename("Smart Albums/Hidden/P.jpg", "Albums/Trip/R.jpg")
+        #expect(try f.names("Albums/Trip") == ["P.jpg", "R.jpg"])
+        // Deleted, then the same bytes copied into Trip again: the photo comes back, one
+        // entry under the name copied to (a review found two: the entry had given way to
+        // the file being written).
+        try f.fs.unlink("All Photos/P.jpg")
+        #expect(gone("Albums/Trip/R.jpg"))
+        try f.fs.unlink("Albums/Trip/P.jpg")
+        try f.fs.put("Albums/Trip/R.jpg", Fixture.photoP)
+        #expect(try f.names("Albums/Trip") == ["R.jpg"])
+        #expect(try f.fs.stat("Albums/Trip/R.jpg").ino == f.p)
+        #expect(try f.fs.stat("Albums/Trip/R.jpg").nlink == 2)
     }
 
     // MARK: fallocate

@@ -410,9 +410,11 @@ final class ReliabilityTests: MountTestCase {
         try start(["ALBUMFS_TEST_HANG_MARKER": "marker-hang-me", "ALBUMFS_TEST_DECODER_SECONDS": "2"])
         let slow = try variant("DSCN0010.jpg", "marker-hang-me")
         try sh("cp \(q(slow)) Albums/A/slow.jpg")
-        // Not made for now: EIO (ENOENT would say it does not exist, and an NFS server
-        // would take its handle for a stale one).
-        XCTAssertTrue(try sh("stat Albums/A/.thumbnails/slow.jpg.jpg", status: 1).stderr.contains("Input/output error"))
+        // Not made for now: not there to a lookup by name (so that a file may be created
+        // under that name: a card's own .thumbnails/ copied in).
+        XCTAssertTrue(try sh("stat Albums/A/.thumbnails/slow.jpg.jpg", status: 1).stderr.contains("No such file"))
+        try sh("echo mine > Albums/A/.thumbnails/slow.jpg.jpg && cat Albums/A/.thumbnails/slow.jpg.jpg")
+        try sh("rm Albums/A/.thumbnails/slow.jpg.jpg")
         XCTAssertTrue(mount.log.contains("it is tried again on the next look"), mount.log)
         mount.unmount()
         mount = try MountedLibrary(library: lib, temp: temp)
@@ -451,7 +453,7 @@ final class ReliabilityTests: MountTestCase {
         sleep(1)
         let started = Date()
         try sh("ls -l Albums/A > /dev/null && stat Albums/A/slow0.jpg > /dev/null && ls -l 'All Photos' > /dev/null")
-        XCTAssertLessThan(Date().timeIntervalSince(started), 2, "the mount answers while the handles' thumbnails wait")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.5, "the mount answers while the handles' thumbnails wait (held, it waited 3 s and more)")
         opens.waitUntilExit()
         let outcomes = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n")
         XCTAssertEqual(outcomes.count, count)

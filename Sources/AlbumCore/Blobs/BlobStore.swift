@@ -33,6 +33,11 @@ public struct BlobStore: Sendable {
         public let sha256: String
         /// Whether this placement made the blob (false: the bytes were there already).
         public let created: Bool
+
+        public init(sha256: String, created: Bool) {
+            self.sha256 = sha256
+            self.created = created
+        }
     }
 
     /// Places `source`, a file of the library holding exactly the bytes named by

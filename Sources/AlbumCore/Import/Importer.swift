@@ -155,8 +155,8 @@ extension Library {
     /// back). A blob that a row names is kept, or healed with these bytes if it is
     /// damaged (altered, cut short, missing). A blob file that no row names is what a
     /// crash leaves behind, maybe short (a close links its bytes before it syncs them,
-    /// `BlobStore.placeEarly`): never trusted, these bytes replace it (nil as well: good
-    /// bytes that no row names are an orphan for gc, never to be taken back).
+    /// `BlobStore.placeEarly`): never trusted, these bytes replace it (and are the
+    /// caller's placement).
     public func placeBlob(_ file: HashedFile) throws -> BlobStore.Placement? {
         if try read({ try $0.blobRecord(file.sha256) }) != nil {
             if let problem = blobProblem(file.sha256) { try heal(file, problem) }
@@ -172,9 +172,10 @@ extension Library {
             return nil
         }
         _ = try blobs.place(file.path, descriptor: file.descriptor, sha256: file.sha256, replaceDamaged: true)
-        // Read-only as every blob is (nothing writes these bytes after their close).
-        blobs.seal(file.sha256, descriptor: file.descriptor)
-        return nil
+        // The caller's placement now, as one it made: sealed read-only once its rows are
+        // committed (the bytes are still its file's until then), taken back if they fail
+        // (no row names them either way).
+        return BlobStore.Placement(sha256: file.sha256, created: true)
     }
 }
 

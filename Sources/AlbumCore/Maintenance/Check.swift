@@ -149,8 +149,10 @@ extension Library {
             try r.db.query("SELECT id, name FROM plain_files WHERE blob_sha256 IS NULL AND unfinished = 0") { ($0.int64(0), $0.text(1)) }
         }
         for (id, name) in plainFiles where try self.files.status(.plainFile(id)) == nil {
+            // Removed meanwhile (check runs beside a mount, or another host's)?
+            guard try read({ try $0.plainFile(id: id) }) != nil else { continue }
             if repair {
-                _ = try write { tx in try tx.deletePlainFile(id) }
+                try write { tx in if try tx.plainFile(id: id) != nil { _ = try tx.deletePlainFile(id) } }
                 report.repairs.append("removed plain file \(name) (\(id)), whose bytes (\(LibraryPath.plainFile(id))) were missing")
             } else {
                 report.problems.append("plain file \(name) (\(id)): its bytes (\(LibraryPath.plainFile(id))) are missing; albumfs check --repair removes the name")

@@ -82,7 +82,10 @@ extension Transaction {
                                 symlink: Bool = false) throws -> PlainFile {
         try Names.validate(name)
         if try plainFile(named: name, in: dirIno) != nil { throw LibraryError.exists(name) }
-        try makeWayForPlainFile(named: name, in: dirIno)
+        // A file being written may yet become the very photo whose entry this is (a
+        // deleted photo copied back in): its entry gives way when the file is finished
+        // as a plain file (`finishPlainFile`).
+        if !unfinished { try makeWayForPlainFile(named: name, in: dirIno) }
         let id = try id ?? allocateID()
         try db.run("""
             INSERT INTO plain_files(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns, blob_sha256, unfinished)
@@ -135,6 +138,7 @@ extension Transaction {
     /// The file was closed: it is no longer one being written.
     public func finishPlainFile(_ id: Int64) throws {
         try db.run("UPDATE plain_files SET unfinished = 0 WHERE id = ? AND unfinished != 0", id)
+        if let file = try plainFile(id: id) { try makeWayForPlainFile(named: file.name, in: file.dirIno) }
     }
 
     /// A plain file that shared a blob has its own bytes now (it was written).

@@ -30,6 +30,14 @@ enum Item {
     case sharedSize(of: UInt64, large: Bool)
     case sharedThumbnail(SharedEntry)
 
+    /// A thumbnail (`.thumbnails/NAME.jpg`) or a shared one (a PNG of `.sh_thumbnails/`).
+    var isThumbnailFile: Bool {
+        switch self {
+        case .thumbnail, .sharedThumbnail: return true
+        default: return false
+        }
+    }
+
     var node: Node {
         switch self {
         case .root: return .root

@@ -184,7 +184,7 @@ extension FileSystem {
         case .sharedSize(let parentIno, let large):
             // By name only: a stat of one makes it (from the folder's JPEG thumbnail).
             for (entry, cookie) in try sharedEntries(in: parentIno, large: large, after: assetAfter, limit: room, r)
-            where !thumbnails.failed(sha256: entry.asset.sha256, size: options.thumbnailSize) {
+            where !thumbnails.failed(sha256: entry.asset.sha256, size: sharedSourceSize(large: large)) {
                 out.append(DirectoryEntry(name: Self.sharedName(entry.name), ino: Item.sharedThumbnail(entry).ino, cookie: cookie))
             }
         default:

@@ -52,7 +52,17 @@ extension FileSystem {
             return Found(attributes: try attributes(of: plain), name: plain.name)
         }
         guard let (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
-        var found = Found(attributes: try attributes(of: item), name: shownAs)
+        let attributes: Attributes
+        do {
+            attributes = try self.attributes(of: item)
+        } catch let error as FSError where error.errno == EIO && item.isThumbnailFile {
+            // A thumbnail that cannot be had now (its decoder failed, its original is
+            // missing) is not there to a lookup by name, so that a file may be created
+            // under that name (a card's own .thumbnails/ copied in); a stat of a node
+            // already known, or an NFS handle's ".", says EIO (`thumbnailMissing`).
+            throw FSError.noEntry(name)
+        }
+        var found = Found(attributes: attributes, name: shownAs)
         if case .asset(let asset) = item, saves.restored(asset.id, in: parent) != nil { found.keepName = false }
         return found
     }
@@ -125,7 +135,7 @@ extension FileSystem {
                 return nil
             case .sharedSize(let folderIno, let large):
                 guard let entry = try sharedEntry(in: folderIno, large: large, named: name, r) else { return nil }
-                if thumbnails.failed(sha256: entry.asset.sha256, size: options.thumbnailSize) { return nil }
+                if thumbnails.failed(sha256: entry.asset.sha256, size: sharedSourceSize(large: large)) { return nil }
                 return (.sharedThumbnail(entry), name)
             case .allPhotos, .smart, .day:
                 if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }

@@ -96,11 +96,12 @@ extension FileSystem {
             let (fd, _) = writer.readable()
             if let fd { try explained("fsync of inode \(writer.ino)") { try fd.sync() } }
             writer.synced()
-            // A plain file fsynced before its first close survives a crash, row and all.
-            if fd != nil { try writer.io { try finishIfUnfinished(writer) } }
             // An NFS server turns a client's COMMIT into fsync and may keep the file open
             // for long after: import now, when the bytes look whole.
             if writer.isDirty, let fd, Completeness.looksComplete(fd) { try close(writer) }
+            // A plain file fsynced before its first close survives a crash, row and all
+            // (one imported just now is a photo: nothing left to do).
+            if fd != nil { try writer.io { try finishIfUnfinished(writer) } }
         }
     }
 

@@ -255,6 +255,7 @@ extension FileSystem {
             let file = try library.files.open(.plainFile(id), flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
             try target.withUnsafeBytes { _ = try file.write($0, at: 0) }
             try file.sync()
+            try library.files.syncFolder(LibraryPath.plainFile(id).parent)
             try library.write { tx in
                 try tx.createPlainFile(named: name, in: parent, mode: 0o777, id: id, symlink: true)
             }

@@ -207,6 +207,11 @@ extension FileSystem {
         default: departure = try Rules.moveOut(of: fromKind, name: name, folderName: from.displayName)
         }
         let sameFolder = from.ino == to.ino
+        let comesBack: Bool
+        switch departure {
+        case .restore, .unhide: comesBack = true
+        default: comesBack = false
+        }
         // Favorites and Hidden show a photo under its name: a move there under another
         // name than the one it left (`mv A/P.jpg Favorites/Q.jpg`) renames it, so that
         // the name asked for is there. Under the same name it keeps the photo's own (an
@@ -236,8 +241,8 @@ extension FileSystem {
                 try tx.deleteAsset(asset.id)
                 Log.info("deleted \(asset.name) for good (the desktop trash was emptied)")
             case .joinAlbum(let album) where !moved:
-                if case .restore = departure, let back = try tx.memberships(ofAsset: asset.id).first(where: { $0.albumID == album }) {
-                    // The restore brought back the photo's own entry in that album: it
+                if comesBack, let back = try tx.memberships(ofAsset: asset.id).first(where: { $0.albumID == album }) {
+                    // The restore (or unhide) brought back the photo's own entry in that album: it
                     // takes the name the move gives, as one file moved into a folder is
                     // one entry there (not a second name of the photo beside its old one).
                     if Names.key(back.name) != Names.key(newName) {
