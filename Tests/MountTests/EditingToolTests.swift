@@ -84,6 +84,35 @@ final class EditingToolTests: MountTestCase {
         XCTAssertFalse(mount.log.contains("warning"), mount.log)
     }
 
+    /// The same tools run in Favorites and in Hidden, where the photo shows by its name:
+    /// it keeps its inode, its mark, its albums and gains one version; no other asset is
+    /// left (a review found each exiftool save leaving its temporary file as a photo in All
+    /// Photos, and mogrify unmarking the photo and leaving its backup as one).
+    func testSavesInFavoritesAndHiddenKeepThePhoto() throws {
+        let id = Int64(try sh("stat -c %i Albums/Trip/P.jpg").stdout.trimmingCharacters(in: .whitespacesAndNewlines))!
+        func check(_ label: String, in view: String, mark: String, versions: Int) throws {
+            XCTAssertEqual(try sh("ls -A \(q(view))").stdout, "P.jpg\n", label)
+            XCTAssertEqual(try sh("stat -c %i \(q(view))/P.jpg").stdout.trimmingCharacters(in: .whitespacesAndNewlines), String(id), label)
+            XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.\(mark) \(q(view))/P.jpg").stdout, "1", label)
+            XCTAssertEqual(try library().stats().assets, 1, "\(label): no other asset")
+            XCTAssertEqual(try library().versions(of: id).count, versions, "\(label): one more version")
+            XCTAssertEqual(try library().memberships(ofAsset: id).count, 2, "\(label): in both albums")
+        }
+        var versions = 1
+        for (view, mark) in [("Smart Albums/Favorites", "favorite"), ("Smart Albums/Hidden", "hidden")] {
+            if mark == "hidden" { try sh("setfattr -n user.albumfs.hidden -v 1 Albums/Trip/P.jpg") }
+            try sh("/usr/bin/exiftool -q -overwrite_original -Keywords+=\(mark) P.jpg", in: m + "/" + view)
+            versions += 1
+            try check("exiftool in \(view)", in: view, mark: mark, versions: versions)
+            XCTAssertEqual(try sh("getfattr --only-values -n user.xdg.tags \(q(view))/P.jpg").stdout.split(separator: ",").last.map(String.init), mark)
+            try sh("/usr/bin/mogrify -resize 90% P.jpg", in: m + "/" + view)
+            versions += 1
+            try check("mogrify in \(view)", in: view, mark: mark, versions: versions)
+        }
+        XCTAssertEqual(try sh("ls 'All Photos'").stdout, "", "hidden: in no view but Hidden")
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+    }
+
     func testConvertToANewFileAddsOneAssetAndLeavesThePhoto() throws {
         let before = try sh("sha256sum Albums/Trip/P.jpg").stdout
         try sh("/usr/bin/convert P.jpg -resize 50% small.jpg", in: m + "/Albums/Trip")

@@ -117,7 +117,7 @@ enum Rules {
     /// temporary file renamed over a photo): in Albums/ and All Photos.
     static func keepsSaves(_ folder: Folder) -> Bool {
         switch folder {
-        case .album, .allPhotos: return true
+        case .album, .allPhotos, .favorites, .hidden: return true
         default: return false
         }
     }

@@ -225,6 +225,15 @@ extension FileSystem {
                 try tx.renameAsset(photo.id, to: name)
                 backupLeft = true
             }
+        case .smart(.favorites), .smart(.hidden):
+            // The photo left the view by the rename (unmarked) and comes back marked, its
+            // name what the new bytes arrive as; the renamed-away name was made a plain
+            // file (the tool's backup) by that rename already.
+            if case .smart(.favorites) = folder, !photo.favorite { try tx.setFavorite(photo.id, true) }
+            if case .smart(.hidden) = folder, !photo.hidden { try tx.setHidden(photo.id, true) }
+            if Names.key(photo.name) != Names.key(name), try !tx.assetNameTaken(Names.key(name)) {
+                try tx.renameAsset(photo.id, to: name)
+            }
         default:
             break
         }

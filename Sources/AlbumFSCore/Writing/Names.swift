@@ -84,6 +84,10 @@ extension FileSystem {
                     if try r.memberships(ofAsset: other.id).contains(where: { $0.albumID == album.id }) { return other }
                 case .allPhotos:
                     if !other.hidden { return other }
+                case .smart(.favorites):
+                    if other.favorite && !other.hidden { return other }
+                case .smart(.hidden):
+                    if other.hidden { return other }
                 default: break
                 }
             }
