@@ -50,6 +50,31 @@ struct OperationTableTests {
         try f.expectPKept()
     }
 
+    // MARK: bytes several photos hold
+
+    /// A photo and its Duplicate (two assets, one bytes) copied into a new folder (`cp
+    /// -r`, `tar x`): each file is the asset of its name, no new asset; once the folder
+    /// shows both, another copy is a Duplicate. A review found every copy adding a new
+    /// asset (the first holder was always the one tried).
+    @Test(arguments: Kind.allCases)
+    func bytesSeveralPhotosHoldArriveAsTheOneOfTheirName(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/DP")
+        try f.fs.put("Albums/DP/one.jpg", Fixture.photoA)
+        try f.fs.put("Albums/DP/two.jpg", Fixture.photoA)
+        let one = try f.fs.stat("Albums/DP/one.jpg").ino, two = try f.fs.stat("Albums/DP/two.jpg").ino
+        #expect(one != two, "copied where it shows: a Duplicate")
+        let assets = try f.assetCount()
+        try f.fs.mkdir("Albums/DP2")
+        try f.fs.put("Albums/DP2/two.jpg", Fixture.photoA)
+        try f.fs.put("Albums/DP2/one.jpg", Fixture.photoA)
+        #expect(try f.fs.stat("Albums/DP2/one.jpg").ino == one)
+        #expect(try f.fs.stat("Albums/DP2/two.jpg").ino == two)
+        #expect(try f.assetCount() == assets)
+        try f.fs.put("Albums/DP2/three.jpg", Fixture.photoA)
+        #expect(try f.assetCount() == assets + 1)
+    }
+
     // MARK: a photo that comes back
 
     /// A deleted or hidden photo's album entry gives way to a plain file that takes its

@@ -56,8 +56,10 @@ struct Landed {
 extension FileSystem {
     /// What photo bytes arriving as `name` in `folder` become. `over`: the photo whose
     /// entry has that name; `excluding`: an asset never to dedupe against (the one being
-    /// moved).
-    func destiny(of sha256: String, name: String, folder: Item, over: Asset?, excluding: Int64? = nil) throws -> Destiny {
+    /// moved); `preferring`: the asset the bytes were copied from, when known (a copy
+    /// made by copy_file_range).
+    func destiny(of sha256: String, name: String, folder: Item, over: Asset?, excluding: Int64? = nil,
+                 preferring: Int64? = nil) throws -> Destiny {
         if let over { return .version(of: over, vacated: nil) }
         let kind = Rules.Folder(folder)
         if Rules.keepsSaves(kind), let vacated = saves.vacatedBy(folder: folder.ino, name: name),
@@ -71,11 +73,23 @@ extension FileSystem {
         }
         let holders = try library.read { try $0.assets(withSHA256: sha256) }.filter { $0.id != excluding }
         guard let existing = holders.first else { return .newAsset(destination) }
-        // Does this folder show (one of) the assets with these bytes already?
+        // The assets with these bytes that this folder does not show yet, and are not
+        // hidden: the bytes arrive as one of them (no second asset). Several hold them
+        // when one is a Duplicate of another: the one copied from, else the one of this
+        // name (a copy of a folder that showed both, or its tar), else the first.
+        let candidates = try holders.filter { asset in try !asset.hidden && !folderShows(folder, asset) }
+        let key = Names.key(name)
+        let named = { (asset: Asset) throws -> Bool in
+            if Names.key(asset.name) == key || Names.key(asset.originalName) == key { return true }
+            return try self.library.read { try $0.memberships(ofAsset: asset.id) }.contains { Names.key($0.name) == key }
+        }
+        if let chosen = try candidates.first(where: { $0.id == preferring }) ?? candidates.first(where: named) ?? candidates.first {
+            return .existing(chosen, destination)
+        }
+        // Every one shows here already (or is hidden): the copy is a Duplicate, as
+        // Photos makes one of a photo copied where it is.
         let shown = try holders.first { asset in try folderShows(folder, asset) }
-        if let shown { return .duplicate(of: shown, destination) }
-        guard let unhidden = holders.first(where: { !$0.hidden }) else { return .duplicate(of: existing, destination) }
-        return .existing(unhidden, destination)
+        return .duplicate(of: shown ?? existing, destination)
     }
 
     /// Whether a folder shows an asset now.

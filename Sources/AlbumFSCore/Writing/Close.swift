@@ -324,7 +324,7 @@ extension FileSystem {
     /// of its bytes would be, without copying them. Where it cannot be a photo, the bytes
     /// are copied into the plain file after all.
     private func commitClone(_ clone: Asset, into file: PlainFile, folder: Item, _ writer: Writer) throws -> Writer.Outcome {
-        let fate = try destiny(of: clone.sha256, name: file.name, folder: folder, over: nil)
+        let fate = try destiny(of: clone.sha256, name: file.name, folder: folder, over: nil, preferring: clone.id)
         if case .stayPlain = fate {
             let source = try library.openBlob(of: clone)
             let target = try library.files.open(.plainFile(file.id), flags: O_WRONLY)
