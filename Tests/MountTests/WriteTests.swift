@@ -190,6 +190,36 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// Copies that keep extended attributes (`rsync -aX`, `cp --preserve=xattr`, `tar
+    /// --xattrs`) out of the mount and back in: they succeed, the photos' own metadata
+    /// is read from their bytes again, and the marks a user set (favorite, rating) come
+    /// back with them. A review found each copy back in failing (EPERM on every
+    /// `user.albumfs.*` attribute, set on rsync's temporary file).
+    func testCopiesThatKeepAttributesGoOutAndComeBack() throws {
+        try sh("mkdir Albums/E && cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg Albums/E/")
+        try sh("setfattr -n user.albumfs.favorite -v 1 Albums/E/DSCN0010.jpg && setfattr -n user.albumfs.rating -v 4 Albums/E/DSCN0010.jpg")
+        try sh("setfattr -n user.xdg.comment -v 'A caption' Albums/E/DSCN0012.jpg")
+        let out = temp.sub("out")
+        try sh("rsync -aX Albums/E/ \(q(out))/")
+        XCTAssertEqual(try Processes.shell("getfattr --only-values -n user.albumfs.favorite \(q(out))/DSCN0010.jpg").stdout, "1")
+        // Back into the same album (nothing to change), and into a new one.
+        try sh("rsync -aX \(q(out))/ Albums/E/")
+        try sh("rsync -aX \(q(out))/ Albums/F/")
+        try sh("cp -r --preserve=xattr \(q(out)) Albums/G")
+        // The photo left the library for good and comes back from the copy: new asset,
+        // its marks set again.
+        try sh("rm -r Albums/E Albums/F Albums/G && rm 'All Photos/DSCN0010.jpg' && rm 'Smart Albums/Recently Deleted/DSCN0010.jpg'")
+        try sh("rsync -aX \(q(out))/ Albums/H/")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.favorite Albums/H/DSCN0010.jpg").stdout, "1")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.rating Albums/H/DSCN0010.jpg").stdout, "4")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.xdg.comment Albums/H/DSCN0012.jpg").stdout, "A caption")
+        XCTAssertEqual(try sh("ls 'Smart Albums/Favorites'").stdout, "DSCN0010.jpg\n")
+        XCTAssertEqual(try sh("ls -A Albums/H").stdout, "DSCN0010.jpg\nDSCN0012.jpg\n")
+        XCTAssertEqual(try sh("rsync -aXi \(q(out))/ Albums/H/").stdout, "", "a second rsync -aX changes nothing")
+        try sh("cmp \(q(gps))/DSCN0010.jpg Albums/H/DSCN0010.jpg")
+        try check()
+    }
+
     func testRmMvTrashRestoreDeleteAndGC() throws {
         try sh("mkdir Albums/Trip && cp \(q(gps))/DSCN0010.jpg \(q(gps))/DSCN0012.jpg Albums/Trip/")
         try sh("rm Albums/Trip/DSCN0010.jpg")

@@ -228,6 +228,32 @@ extension Transaction {
 
     // MARK: extended attributes
 
+    /// The `user.albumfs.*` attributes a user sets on a photo.
+    public static let userMarks = ["user.albumfs.favorite", "user.albumfs.hidden", "user.albumfs.rating"]
+
+    /// Marks written on file `ino` before it became photo `asset` (a copy that keeps
+    /// attributes sets them on rsync's temporary file, then renames it into place):
+    /// applied to the photo, and no longer kept as the file's own.
+    public func applyMarks(writtenOn ino: Int64, to asset: Int64) throws {
+        let marks = try db.query("SELECT name, value FROM xattrs WHERE ino = ? AND name IN (?, ?, ?)",
+                                 ino, Self.userMarks[0], Self.userMarks[1], Self.userMarks[2]) { ($0.text(0), $0.blob(1)) }
+        guard !marks.isEmpty else { return }
+        for (name, value) in marks {
+            let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            switch name {
+            case Self.userMarks[0] where text == "0" || text == "1": try setFavorite(asset, text == "1")
+            case Self.userMarks[1] where text == "0" || text == "1": try setHidden(asset, text == "1")
+            case Self.userMarks[2] where Int(text).map({ (0...5).contains($0) }) == true:
+                try setXattr(ino: asset, name: name, value: Array(text.utf8))
+            default: break
+            }
+        }
+        if ino != asset || marks.contains(where: { $0.0 != Self.userMarks[2] }) {
+            try db.run("DELETE FROM xattrs WHERE ino = ? AND name IN (?, ?)", ino, Self.userMarks[0], Self.userMarks[1])
+            if ino != asset { try db.run("DELETE FROM xattrs WHERE ino = ? AND name = ?", ino, Self.userMarks[2]) }
+        }
+    }
+
     public func setXattr(ino: Int64, name: String, value: [UInt8]) throws {
         try db.run("INSERT INTO xattrs(ino, name, value) VALUES (?, ?, ?) ON CONFLICT(ino, name) DO UPDATE SET value = excluded.value",
                    ino, name, value)

@@ -59,6 +59,9 @@ extension FileSystem {
 
     static let readAttributes = ["user.xdg.comment", "user.xdg.tags"]
 
+    /// The `user.albumfs.*` attributes a user sets (the others are the bytes' metadata).
+    static let userMarks = Transaction.userMarks
+
     /// The object an inode's stored attributes belong to (an alias stores on its asset).
     func xattrOwner(_ ino: UInt64) throws -> (Int64, Asset?) {
         switch try existing(ino) {
@@ -114,7 +117,19 @@ extension FileSystem {
         try Self.checkNamespace(name)
         let (owner, asset) = try xattrOwner(ino)
         if name.hasPrefix(Self.prefix) {
-            guard let asset else { throw FSError.notPermitted("\(name): only photos and videos have it") }
+            guard let asset else {
+                // A copy that keeps attributes (`rsync -X`, `cp --preserve=xattr`, `tar
+                // --xattrs`) sets them on a file that is not a photo yet (rsync's
+                // temporary file): the marks a user sets are kept for the photo it may
+                // become (`Transaction.applyMarks`); the photo's own metadata is its
+                // bytes' to say, and is not kept.
+                guard case .plain = try existing(ino) else { throw FSError.notPermitted("\(name): only photos and videos have it") }
+                if Self.userMarks.contains(name) { try library.write { try $0.setXattr(ino: owner, name: name, value: value) } }
+                return
+            }
+            // The same value again (a copy that keeps attributes, of a photo the library
+            // has): nothing to change.
+            if let (_, current) = computedXattrs(asset).first(where: { $0.0 == name }), Array(current.utf8) == value { return }
             let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if name == Self.prefix + "rating" {
                 guard let rating = Int(text), (0...5).contains(rating) else { throw FSError(EINVAL, "\(name) takes 0 to 5, not '\(text)'") }

@@ -124,55 +124,63 @@ extension FileSystem {
             if !inFlight { blobsInFlight.waitWhilePlaced(bytes.sha256) }
             placement = try explained("cannot store \(name)") { try library.placeBlob(file) }
         }
+        /// The destiny carried out, in the landing's transaction.
+        func carry(_ destiny: Destiny, _ tx: Transaction) throws -> Landed {
+            switch destiny {
+            case .stayPlain:
+                preconditionFailure("a plain file does not land")
+            case .version(let photo, let vacated):
+                let before = try tx.asset(id: photo.id) ?? photo
+                let backup = try saveVersion(tx, of: before, bytes: bytes, explicitMtimeNs: explicitMtimeNs,
+                                             vacated: vacated, folder: folder, name: name)
+                if let given = modeASaveGives(mode), given != (before.mode ?? Self.defaultFileMode) {
+                    try tx.setMode(photo.id, given)
+                }
+                if fileID != photo.id {
+                    // The arriving file's number now stands for the photo, and its
+                    // attributes go to it; but a photo renamed over this one that lives
+                    // on (in other folders, in Recently Deleted) keeps both.
+                    if try tx.asset(id: fileID) == nil {
+                        try tx.addAlias(ino: fileID, asset: photo.id)
+                    } else {
+                        try tx.copyAttributes(of: fileID, to: photo.id)
+                    }
+                }
+                return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
+            case .existing(let asset, let destination):
+                _ = try tx.addExisting(asset.id, destination: destination)
+                // A photo back from Recently Deleted where views list photos by their
+                // own names (All Photos) takes the name it was copied back under, so
+                // that the file is where it was made; unless another photo has it.
+                if asset.isTrashed, destination.album == nil, Names.key(asset.name) != Names.key(name),
+                   try !tx.assetNameTaken(Names.key(name)) {
+                    try tx.renameAsset(asset.id, to: name)
+                }
+                if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
+                try tx.addAlias(ino: fileID, asset: asset.id, keepsItsNumber: true)
+                return Landed(asset: try tx.asset(id: asset.id)!, before: asset, backup: nil, isNew: false)
+            case .duplicate(let source, let destination):
+                let (asset, _) = try tx.duplicate(source, id: fileID, name: name, destination: destination,
+                                                  explicitMtimeNs: explicitMtimeNs, mode: mode)
+                return Landed(asset: asset, before: nil, backup: nil, isNew: true)
+            case .newAsset(let destination):
+                let new = NewAsset(id: fileID, sha256: bytes.sha256, size: bytes.size, metadata: bytes.metadata,
+                                   originalName: name, fileMtimeNs: bytes.writtenNs, explicitMtimeNs: explicitMtimeNs,
+                                   mode: mode)
+                let (asset, _) = try tx.insertAsset(new, destination: destination)
+                return Landed(asset: asset, before: nil, backup: nil, isNew: true)
+            }
+        }
         let landed: Landed
         do {
             landed = try library.write { tx -> Landed in
                 if placed?.created == true { try tx.adoptPlacedBlob(bytes.sha256, size: bytes.size) }
                 try clear(tx)
-                switch destiny {
-                case .stayPlain:
-                    preconditionFailure("a plain file does not land")
-                case .version(let photo, let vacated):
-                    let before = try tx.asset(id: photo.id) ?? photo
-                    let backup = try saveVersion(tx, of: before, bytes: bytes, explicitMtimeNs: explicitMtimeNs,
-                                                 vacated: vacated, folder: folder, name: name)
-                    if let given = modeASaveGives(mode), given != (before.mode ?? Self.defaultFileMode) {
-                        try tx.setMode(photo.id, given)
-                    }
-                    if fileID != photo.id {
-                        // The arriving file's number now stands for the photo, and its
-                        // attributes go to it; but a photo renamed over this one that lives
-                        // on (in other folders, in Recently Deleted) keeps both.
-                        if try tx.asset(id: fileID) == nil {
-                            try tx.addAlias(ino: fileID, asset: photo.id)
-                        } else {
-                            try tx.copyAttributes(of: fileID, to: photo.id)
-                        }
-                    }
-                    return Landed(asset: try tx.asset(id: photo.id)!, before: before, backup: backup, isNew: false)
-                case .existing(let asset, let destination):
-                    _ = try tx.addExisting(asset.id, destination: destination)
-                    // A photo back from Recently Deleted where views list photos by their
-                    // own names (All Photos) takes the name it was copied back under, so
-                    // that the file is where it was made; unless another photo has it.
-                    if asset.isTrashed, destination.album == nil, Names.key(asset.name) != Names.key(name),
-                       try !tx.assetNameTaken(Names.key(name)) {
-                        try tx.renameAsset(asset.id, to: name)
-                    }
-                    if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
-                    try tx.addAlias(ino: fileID, asset: asset.id, keepsItsNumber: true)
-                    return Landed(asset: try tx.asset(id: asset.id)!, before: asset, backup: nil, isNew: false)
-                case .duplicate(let source, let destination):
-                    let (asset, _) = try tx.duplicate(source, id: fileID, name: name, destination: destination,
-                                                      explicitMtimeNs: explicitMtimeNs, mode: mode)
-                    return Landed(asset: asset, before: nil, backup: nil, isNew: true)
-                case .newAsset(let destination):
-                    let new = NewAsset(id: fileID, sha256: bytes.sha256, size: bytes.size, metadata: bytes.metadata,
-                                       originalName: name, fileMtimeNs: bytes.writtenNs, explicitMtimeNs: explicitMtimeNs,
-                                       mode: mode)
-                    let (asset, _) = try tx.insertAsset(new, destination: destination)
-                    return Landed(asset: asset, before: nil, backup: nil, isNew: true)
-                }
+                let carried = try carry(destiny, tx)
+                // Marks a copy that keeps attributes set on the file before it was a photo.
+                try tx.applyMarks(writtenOn: fileID, to: carried.asset.id)
+                return Landed(asset: try tx.asset(id: carried.asset.id) ?? carried.asset, before: carried.before,
+                              backup: carried.backup, isNew: carried.isNew)
             }
         } catch {
             if let placement { library.blobs.undo(placement) }
