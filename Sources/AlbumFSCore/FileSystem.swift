@@ -1,6 +1,7 @@
 import AlbumCore
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The filesystem core: what every inode is, what each operation means there and which
 /// errno it fails with. It knows nothing of FUSE: the bridge turns requests into calls
@@ -33,6 +34,8 @@ public final class FileSystem: Sendable {
     let writers = WriterTable()
     /// Listing pages read ahead of their requests (`ListingAhead`).
     let listingAhead = ListingAhead()
+    /// Whether a chown was logged as not kept (once a mount: `setattr`).
+    let ownerChangeNoted = Atomic<Bool>(false)
     /// The minute of a save: names a photo left, files that became photos moments ago.
     let saves = SaveWindow()
     /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).

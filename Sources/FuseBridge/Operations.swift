@@ -187,6 +187,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
                     changes.mtimeNs = Int64(attr.pointee.st_mtim.tv_sec) * 1_000_000_000 + Int64(attr.pointee.st_mtim.tv_nsec)
                 }
             }
+            if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 { changes.owner = true }
             if fi != nil { changes.handle = shim_fi_fh(fi) }
             b.replyAttr(req, b.fs.kernelView(try b.fs.setattr(b.ino(ino), node: ino, changes), node: ino).attributes)
         }

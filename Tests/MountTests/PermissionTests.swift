@@ -53,6 +53,19 @@ final class PermissionTests: XCTestCase {
         XCTAssertTrue(try asNobody("cat \(q(thumbnail)) > /dev/null").ok, "readable again with the photo")
     }
 
+    /// One owner per mount: a chown (what `cp -a`, `rsync -a` and `tar x` do as root) is
+    /// accepted so that those copies work, changes nothing, and the log says so once (a
+    /// review found it silent).
+    func testChownIsAcceptedNotKeptAndSaidOnce() throws {
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let m = mount.mountpoint
+        let owner = try Processes.shell("stat -c %u:%g \(q(m))/Albums/A/DSCN0010.jpg").stdout
+        XCTAssertTrue(try Processes.shell("chown 1000:1000 \(q(m))/Albums/A/DSCN0010.jpg && chown 1000 \(q(m))/Albums/A").ok)
+        XCTAssertEqual(try Processes.shell("stat -c %u:%g \(q(m))/Albums/A/DSCN0010.jpg").stdout, owner)
+        XCTAssertTrue(try Processes.shell("rsync -a \(q(gps))/DSCN0012.jpg \(q(m))/Albums/A/ && chown -R 1000 \(q(m))/Albums/A").ok)
+        XCTAssertEqual(mount.log.components(separatedBy: "chown is accepted and not kept").count, 2, mount.log)
+    }
+
     func testWithoutAllowOtherNobodyElseGetsIn() throws {
         mount = try MountedLibrary(library: lib, temp: temp)
         let result = try asNobody("ls \(q(mount.mountpoint)) 2>&1")

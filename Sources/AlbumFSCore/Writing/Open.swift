@@ -342,6 +342,8 @@ extension FileSystem {
         public var mode: UInt32?
         public var mtimeNs: Int64?
         public var handle: UInt64?
+        /// A chown was asked for: accepted and not kept (one owner per mount, below).
+        public var owner = false
         public init(size: Int64? = nil, mode: UInt32? = nil, mtimeNs: Int64? = nil, handle: UInt64? = nil) {
             self.size = size
             self.mode = mode
@@ -380,6 +382,11 @@ extension FileSystem {
     public func setattr(_ ino: UInt64, node: UInt64? = nil, _ changes: AttributeChanges) throws -> Attributes {
         if let size = changes.size, size < 0 { throw FSError(EINVAL, "a negative length", logged: false) }
         if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil { try checkWritable() }
+        if changes.owner, ownerChangeNoted.exchange(true, ordering: .relaxed) == false {
+            // `cp -a`, `rsync -a` and `tar x` run by root set every file's owner: refused,
+            // each would fail; accepted, they copy. Said once a mount, where refusals are.
+            Log.info("chown is accepted and not kept: every file and folder of this mount shows its owner (uid=, gid=; docs/reliability.md, \"Permissions\")")
+        }
         // Not every change here is a row, or a row a listing reads (a plain file cut short
         // in place): no page read ahead from before it may answer after it.
         listingAhead.changed()
