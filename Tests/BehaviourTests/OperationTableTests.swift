@@ -73,6 +73,15 @@ struct OperationTableTests {
         #expect(try f.assetCount() == assets)
         try f.fs.put("Albums/DP2/three.jpg", Fixture.photoA)
         #expect(try f.assetCount() == assets + 1)
+        // Into a folder that shows none of them, under another name: the first; a second
+        // copy there, named like none, is a Duplicate (not the other photo, which the
+        // review found edited by the copy's edits).
+        try f.fs.mkdir("Albums/DP3")
+        try f.fs.put("Albums/DP3/x.jpg", Fixture.photoA)
+        #expect(try f.assetCount() == assets + 1)
+        try f.fs.put("Albums/DP3/y.jpg", Fixture.photoA)
+        #expect(try f.assetCount() == assets + 2)
+        #expect(try f.fs.stat("Albums/DP3/y.jpg").ino != two)
     }
 
     // MARK: a photo that comes back

@@ -108,6 +108,12 @@ final class EditingToolTests: MountTestCase {
             try sh("/usr/bin/mogrify -resize 90% P.jpg", in: m + "/" + view)
             versions += 1
             try check("mogrify in \(view)", in: view, mark: mark, versions: versions)
+            // exiftool keeping its backup: the backup is there, beside the photo.
+            try sh("/usr/bin/exiftool -q -Keywords+=kept P.jpg", in: m + "/" + view)
+            versions += 1
+            XCTAssertEqual(try sh("ls -A \(q(view))").stdout, "P.jpg\nP.jpg_original\n", "exiftool's backup in \(view)")
+            try sh("rm \(q(view))/P.jpg_original")
+            try check("exiftool keeping _original in \(view)", in: view, mark: mark, versions: versions)
         }
         XCTAssertEqual(try sh("ls 'All Photos'").stdout, "", "hidden: in no view but Hidden")
         XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)

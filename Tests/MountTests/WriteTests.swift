@@ -217,6 +217,16 @@ final class WriteTests: MountTestCase {
         XCTAssertEqual(try sh("ls -A Albums/H").stdout, "DSCN0010.jpg\nDSCN0012.jpg\n")
         XCTAssertEqual(try sh("rsync -aXi \(q(out))/ Albums/H/").stdout, "", "a second rsync -aX changes nothing")
         try sh("cmp \(q(gps))/DSCN0010.jpg Albums/H/DSCN0010.jpg")
+        // A copy's marks add to the photo's, and are not left behind on it: favorite 0
+        // and hidden 1 in the copy change nothing, now or at a later save (a review found
+        // them applied by the photo's next save in place).
+        try Processes.shell("setfattr -n user.albumfs.favorite -v 0 \(q(out))/DSCN0010.jpg && setfattr -n user.albumfs.hidden -v 1 \(q(out))/DSCN0012.jpg")
+        try sh("rsync -aX \(q(out))/ Albums/I/")
+        XCTAssertEqual(try sh("ls Albums/I").stdout, "DSCN0010.jpg\nDSCN0012.jpg\n")
+        XCTAssertEqual(try Processes.shell("sqlite3 \(q(lib))/library.db \"SELECT count(*) FROM xattrs WHERE name LIKE 'user.albumfs.%' AND name != 'user.albumfs.rating'\"").stdout, "0\n")
+        try sh("/usr/bin/exiftool -q -overwrite_original_in_place -Artist=Someone Albums/I/DSCN0010.jpg")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.favorite Albums/H/DSCN0010.jpg").stdout, "1")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.hidden Albums/I/DSCN0012.jpg").stdout, "0")
         try check()
     }
 

@@ -231,26 +231,32 @@ extension Transaction {
     /// The `user.albumfs.*` attributes a user sets on a photo.
     public static let userMarks = ["user.albumfs.favorite", "user.albumfs.hidden", "user.albumfs.rating"]
 
-    /// Marks written on file `ino` before it became photo `asset` (a copy that keeps
-    /// attributes sets them on rsync's temporary file, then renames it into place):
-    /// applied to the photo, and no longer kept as the file's own.
-    public func applyMarks(writtenOn ino: Int64, to asset: Int64) throws {
+    /// Marks a copy that keeps attributes wrote on plain file `ino` (rsync -X sets them on
+    /// its temporary file, then renames it into place), taken from it as it becomes a
+    /// photo: `applyMarks` gives them to that photo.
+    public func takeMarks(writtenOn ino: Int64) throws -> [(String, String)] {
         let marks = try db.query("SELECT name, value FROM xattrs WHERE ino = ? AND name IN (?, ?, ?)",
-                                 ino, Self.userMarks[0], Self.userMarks[1], Self.userMarks[2]) { ($0.text(0), $0.blob(1)) }
-        guard !marks.isEmpty else { return }
-        for (name, value) in marks {
-            let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                                 ino, Self.userMarks[0], Self.userMarks[1], Self.userMarks[2]) {
+            ($0.text(0), String(decoding: $0.blob(1), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        if !marks.isEmpty {
+            try db.run("DELETE FROM xattrs WHERE ino = ? AND name IN (?, ?, ?)", ino, Self.userMarks[0], Self.userMarks[1], Self.userMarks[2])
+        }
+        return marks
+    }
+
+    /// Gives photo `asset` the marks its file carried (`takeMarks`), where they add to
+    /// what the folder it arrived in says: a favorite stays one, a rating is set; a
+    /// copy's `favorite` 0 does not unmark a photo, and its `hidden` never hides one (the
+    /// folder a file is copied into says whether it shows there).
+    public func applyMarks(_ marks: [(String, String)], to asset: Int64) throws {
+        for (name, text) in marks {
             switch name {
-            case Self.userMarks[0] where text == "0" || text == "1": try setFavorite(asset, text == "1")
-            case Self.userMarks[1] where text == "0" || text == "1": try setHidden(asset, text == "1")
+            case Self.userMarks[0] where text == "1": try setFavorite(asset, true)
             case Self.userMarks[2] where Int(text).map({ (0...5).contains($0) }) == true:
                 try setXattr(ino: asset, name: name, value: Array(text.utf8))
             default: break
             }
-        }
-        if ino != asset || marks.contains(where: { $0.0 != Self.userMarks[2] }) {
-            try db.run("DELETE FROM xattrs WHERE ino = ? AND name IN (?, ?)", ino, Self.userMarks[0], Self.userMarks[1])
-            if ino != asset { try db.run("DELETE FROM xattrs WHERE ino = ? AND name = ?", ino, Self.userMarks[2]) }
         }
     }
 

@@ -83,13 +83,16 @@ extension FileSystem {
             if Names.key(asset.name) == key || Names.key(asset.originalName) == key { return true }
             return try self.library.read { try $0.memberships(ofAsset: asset.id) }.contains { Names.key($0.name) == key }
         }
-        if let chosen = try candidates.first(where: { $0.id == preferring }) ?? candidates.first(where: named) ?? candidates.first {
+        if let chosen = try candidates.first(where: { $0.id == preferring }) ?? candidates.first(where: named) {
             return .existing(chosen, destination)
         }
-        // Every one shows here already (or is hidden): the copy is a Duplicate, as
-        // Photos makes one of a photo copied where it is.
-        let shown = try holders.first { asset in try folderShows(folder, asset) }
-        return .duplicate(of: shown ?? existing, destination)
+        // A photo copied where it shows is a Duplicate, as Photos makes one; else the
+        // bytes are the first photo that holds them.
+        if let shown = try holders.first(where: { asset in try folderShows(folder, asset) }) {
+            return .duplicate(of: shown, destination)
+        }
+        if let first = candidates.first { return .existing(first, destination) }
+        return .duplicate(of: existing, destination)
     }
 
     /// Whether a folder shows an asset now.
@@ -175,10 +178,13 @@ extension FileSystem {
         do {
             landed = try library.write { tx -> Landed in
                 if placed?.created == true { try tx.adoptPlacedBlob(bytes.sha256, size: bytes.size) }
+                // Marks a copy that keeps attributes set on the file while it was a plain
+                // file (taken first: the landing would hand its attributes on as they are).
+                let marks = try tx.plainFile(id: fileID) != nil ? try tx.takeMarks(writtenOn: fileID) : []
                 try clear(tx)
                 let carried = try carry(destiny, tx)
-                // Marks a copy that keeps attributes set on the file before it was a photo.
-                try tx.applyMarks(writtenOn: fileID, to: carried.asset.id)
+                guard !marks.isEmpty else { return carried }
+                try tx.applyMarks(marks, to: carried.asset.id)
                 return Landed(asset: try tx.asset(id: carried.asset.id) ?? carried.asset, before: carried.before,
                               backup: carried.backup, isNew: carried.isNew)
             }
@@ -248,12 +254,14 @@ extension FileSystem {
                 backupLeft = true
             }
         case .smart(.favorites), .smart(.hidden):
-            // The photo left the view by the rename (unmarked) and comes back marked, its
-            // name what the new bytes arrive as; the renamed-away name was made a plain
-            // file (the tool's backup) by that rename already.
+            // As in All Photos: renamed to a visible backup name (`P.jpg_original`), the
+            // photo takes its name back and the backup stays a plain file; renamed to a
+            // hidden one, it left the view (unmarked) and that name is a plain file
+            // already: it comes back marked.
             if case .smart(.favorites) = folder, !photo.favorite { try tx.setFavorite(photo.id, true) }
             if case .smart(.hidden) = folder, !photo.hidden { try tx.setHidden(photo.id, true) }
             if Names.key(photo.name) != Names.key(name), try !tx.assetNameTaken(Names.key(name)) {
+                backupLeft = Names.key(photo.name) == Names.key(vacated.renamedTo)
                 try tx.renameAsset(photo.id, to: name)
             }
         default:
