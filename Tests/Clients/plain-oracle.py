@@ -58,6 +58,16 @@ def is_photo(path):
         return False
 
 
+def album_photo(rel):
+    """Whether the album shows a photo at `rel` (an emptied one included, which the plain
+    tree cannot tell from an empty file)."""
+    try:
+        os.getxattr(at(album, rel), 'user.albumfs.sha256', follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+
+
 def mode_a_save_keeps(root, source, rel):
     """In the plain tree, with `modes`: the mode photo `rel` keeps when photo bytes at
     `source` are renamed over it, where the album keeps the photo's own mode (the
@@ -66,7 +76,10 @@ def mode_a_save_keeps(root, source, rel):
     target = at(plain, rel)
     if not modes or root != plain or os.path.basename(target).startswith('.') or os.path.islink(source):
         return None
-    if not os.path.isfile(target) or os.path.islink(target) or not is_photo(target) or not is_photo(source):
+    if not os.path.isfile(target) or os.path.islink(target) or not is_photo(source):
+        return None
+    # A photo emptied a moment ago (cut to nothing) is still that photo in the album.
+    if not is_photo(target) and not album_photo(rel):
         return None
     if os.lstat(source).st_mode & 0o777 not in (0o644, 0o600):
         return None

@@ -391,6 +391,18 @@ final class ReliabilityTests: MountTestCase {
 
     // MARK: robustness
 
+    /// `script` run by sh while the test goes on, its output into `label.out`.
+    func inBackground(_ label: String, _ script: String) throws -> (Process, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        let out = temp.sub(label + ".out")
+        FileManager.default.createFile(atPath: out, contents: nil)
+        process.arguments = ["-c", script]
+        process.standardOutput = FileHandle(forWritingAtPath: out)
+        try process.run()
+        return (process, out)
+    }
+
     /// A file that makes a metadata parser die costs that one file's metadata: it is kept
     /// (a photo without metadata, and the log says so), and the mount stays up.
     func testACrashingParserCostsOneFile() throws {
@@ -442,13 +454,7 @@ final class ReliabilityTests: MountTestCase {
         mount.unmount()
         try sh("rm -rf \(q(lib))/thumbnails/*", in: lib)
         try mountLibrary(environment: ["ALBUMFS_TEST_HANG_MARKER": "marker-hang-me", "ALBUMFS_TEST_DECODER_SECONDS": "4"])
-        let opens = Process()
-        opens.executableURL = URL(fileURLWithPath: "/bin/sh")
-        let out = temp.sub("opens.out")
-        FileManager.default.createFile(atPath: out, contents: nil)
-        opens.arguments = ["-c", "for i in $(seq 0 \(count - 1)); do \(q(client)) open \(q(m)) \(q(handles)) $i & done; wait"]
-        opens.standardOutput = FileHandle(forWritingAtPath: out)
-        try opens.run()
+        let (opens, out) = try inBackground("opens", "for i in $(seq 0 \(count - 1)); do \(q(client)) open \(q(m)) \(q(handles)) $i & done; wait")
         defer { if opens.isRunning { opens.terminate() } }
         sleep(1)
         let started = Date()
@@ -474,13 +480,7 @@ final class ReliabilityTests: MountTestCase {
         try sh("ls -l Albums/A > /dev/null && ls Albums/A/.thumbnails > /dev/null")
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "listings do not wait for thumbnails")
         // Eight stats of thumbnails at once (more than libfuse's idle threads): all wait.
-        let waits = Process()
-        waits.executableURL = URL(fileURLWithPath: "/bin/sh")
-        let out = temp.sub("waits.out")
-        FileManager.default.createFile(atPath: out, contents: nil)
-        waits.arguments = ["-c", "cd \(q(m)) && for i in 0 1 2 3 4 5 6 7; do (stat Albums/A/.thumbnails/slow$i.jpg.jpg > /dev/null 2>&1; echo $?) & done; wait"]
-        waits.standardOutput = FileHandle(forWritingAtPath: out)
-        try waits.run()
+        let (waits, out) = try inBackground("waits", "cd \(q(m)) && for i in 0 1 2 3 4 5 6 7; do (stat Albums/A/.thumbnails/slow$i.jpg.jpg > /dev/null 2>&1; echo $?) & done; wait")
         sleep(2)
         started = Date()
         try sh("ls -l Albums 'All Photos' > /dev/null && cat Albums/A/slow0.jpg > /dev/null")
