@@ -36,6 +36,8 @@ public final class FileSystem: Sendable {
     let listingAhead = ListingAhead()
     /// Whether a chown was logged as not kept (once a mount: `setattr`).
     let ownerChangeNoted = Atomic<Bool>(false)
+    /// Whether a removal of a `user.albumfs.*` attribute was logged as changing nothing.
+    let xattrRemovalNoted = Atomic<Bool>(false)
     /// The minute of a save: names a photo left, files that became photos moments ago.
     let saves = SaveWindow()
     /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).

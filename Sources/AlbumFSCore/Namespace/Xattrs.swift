@@ -169,7 +169,14 @@ extension FileSystem {
             return
         }
         if asset != nil && name.hasPrefix(Self.prefix) {
-            throw FSError.notPermitted("\(name) cannot be removed: set it to 0 instead, or it is read-only")
+            // The library's, not the file's: a copy that keeps attributes from a folder
+            // whose files have none (`rsync -aX` run again) removes them from every photo.
+            // Refused, each run would end in error; accepted, nothing changes (a favorite
+            // is unmarked by setting it to 0), and the log says so once a mount.
+            if xattrRemovalNoted.exchange(true, ordering: .relaxed) == false {
+                Log.info("removals of user.albumfs.* attributes are accepted and change nothing (\(name)); set favorite or hidden to 0 to unmark a photo")
+            }
+            return
         }
         guard try library.write(.durable, { try $0.removeXattr(ino: owner, name: name) }) else {
             throw FSError(ENODATA, "no attribute \(name)", logged: false)
