@@ -62,6 +62,10 @@ final class EditingToolTests: MountTestCase {
         // What the tool wrote is read from the new version, in both albums.
         XCTAssertEqual(try sh("getfattr --only-values -n user.xdg.tags Albums/Other/P.jpg").stdout, "holiday")
         XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.rating Albums/Trip/P.jpg").stdout, "4")
+        // A rating the bytes carry is theirs: its removal (rsync -X from a folder without
+        // it) is accepted and changes nothing.
+        try sh("setfattr -x user.albumfs.rating Albums/Trip/P.jpg")
+        XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.rating Albums/Trip/P.jpg").stdout, "4")
         try edit("exiftool -overwrite_original (date)", "/usr/bin/exiftool -q -overwrite_original -DateTimeOriginal='2011:11:11 11:11:11' P.jpg")
         XCTAssertTrue(try sh("ls 'By Date/2011/2011-11/2011-11-11'").stdout.contains("P.jpg"), "By Date follows the new date")
         try edit("exiftool keeping _original", "/usr/bin/exiftool -q -Keywords+=second P.jpg")
