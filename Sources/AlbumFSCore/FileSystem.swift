@@ -1,7 +1,6 @@
 import AlbumCore
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The filesystem core: what every inode is, what each operation means there and which
 /// errno it fails with. It knows nothing of FUSE: the bridge turns requests into calls
@@ -34,10 +33,8 @@ public final class FileSystem: Sendable {
     let writers = WriterTable()
     /// Listing pages read ahead of their requests (`ListingAhead`).
     let listingAhead = ListingAhead()
-    /// Whether a chown was logged as not kept (once a mount: `setattr`).
-    let ownerChangeNoted = Atomic<Bool>(false)
-    /// Whether a removal of a `user.albumfs.*` attribute was logged as changing nothing.
-    let xattrRemovalNoted = Atomic<Bool>(false)
+    /// What was said once a mount (`sayOnce`).
+    private let saidOnce = Locked(Set<String>())
     /// The minute of a save: names a photo left, files that became photos moments ago.
     let saves = SaveWindow()
     /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).
@@ -84,6 +81,13 @@ public final class FileSystem: Sendable {
         changedNs = Locked(start)
         let total = (try? SystemCalls.fileSystemStatus(library.root)).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0
         spaceReserve = max(1 << 20, min(64 << 20, total / 100))
+    }
+
+    /// Logs `message` (at info) the first time `key` is said on this mount: a choice
+    /// that answers success without doing what was asked (chown, removing a photo's own
+    /// attributes) is told where refusals are, once, not at every file of a copy.
+    func sayOnce(_ key: String, _ message: @autoclosure () -> String) {
+        if saidOnce.withLock({ $0.insert(key).inserted }) { Log.info(message()) }
     }
 
     /// ENOSPC when writing `count` more bytes would eat into the reserve.

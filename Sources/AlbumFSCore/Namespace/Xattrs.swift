@@ -175,9 +175,7 @@ extension FileSystem {
             // whose files have none (`rsync -aX` run again) removes them from every photo.
             // Refused, each run would end in error; accepted, nothing changes (a favorite
             // is unmarked by setting it to 0), and the log says so once a mount.
-            if xattrRemovalNoted.exchange(true, ordering: .relaxed) == false {
-                Log.info("removals of user.albumfs.* attributes are accepted and change nothing (\(name)); set favorite or hidden to 0 to unmark a photo")
-            }
+            sayOnce("removexattr", "removals of user.albumfs.* attributes are accepted and change nothing (\(name)); set favorite or hidden to 0 to unmark a photo")
             return
         }
         guard try library.write(.durable, { try $0.removeXattr(ino: owner, name: name) }) else {

@@ -77,7 +77,8 @@ extension FileSystem {
         // hidden: the bytes arrive as one of them (no second asset). Several hold them
         // when one is a Duplicate of another: the one copied from, else the one of this
         // name (a copy of a folder that showed both, or its tar), else the first.
-        let candidates = try holders.filter { asset in try !asset.hidden && !folderShows(folder, asset) }
+        let shown = try holders.filter { asset in try folderShows(folder, asset) }
+        let candidates = holders.filter { asset in !asset.hidden && !shown.contains { $0.id == asset.id } }
         let key = Names.key(name)
         let named = { (asset: Asset) throws -> Bool in
             if Names.key(asset.name) == key || Names.key(asset.originalName) == key { return true }
@@ -88,9 +89,7 @@ extension FileSystem {
         }
         // A photo copied where it shows is a Duplicate, as Photos makes one; else the
         // bytes are the first photo that holds them.
-        if let shown = try holders.first(where: { asset in try folderShows(folder, asset) }) {
-            return .duplicate(of: shown, destination)
-        }
+        if let shown = shown.first { return .duplicate(of: shown, destination) }
         if let first = candidates.first { return .existing(first, destination) }
         return .duplicate(of: existing, destination)
     }

@@ -173,7 +173,7 @@ extension FileSystem {
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
         case .album(let album):
-            try refuseIfThumbnailsHoldFiles(of: album)
+            try refuseIfThumbnailsHoldFiles(of: UInt64(album.id), named: album.name)
             let unseen = try library.write { tx in try tx.deleteAlbum(id: album.id) }
             if !unseen.isEmpty {
                 Log.info("removed album \(album.name), which listed nothing; \(unseen.count) photo(s) in Recently Deleted or hidden were in it and no longer are")
@@ -193,13 +193,9 @@ extension FileSystem {
         }
     }
 
-    /// ENOTEMPTY while `album`'s `.thumbnails/` holds files copied in: a folder that
+    /// ENOTEMPTY while the `.thumbnails/` of `folder` (named `name`) holds files copied in: a folder that
     /// holds files is not removed (nor replaced by a rename) on any disk, and nothing
     /// copied in is lost.
-    func refuseIfThumbnailsHoldFiles(of album: Album) throws {
-        try refuseIfThumbnailsHoldFiles(of: UInt64(album.id), named: album.name)
-    }
-
     func refuseIfThumbnailsHoldFiles(of folder: UInt64, named name: String) throws {
         if !(try library.plainFiles(in: Node.thumbnails(of: folder).ino, limit: 1)).isEmpty {
             throw FSError(ENOTEMPTY, "\(name)/.thumbnails/ holds files copied into it", logged: false)

@@ -382,10 +382,10 @@ extension FileSystem {
     public func setattr(_ ino: UInt64, node: UInt64? = nil, _ changes: AttributeChanges) throws -> Attributes {
         if let size = changes.size, size < 0 { throw FSError(EINVAL, "a negative length", logged: false) }
         if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil { try checkWritable() }
-        if changes.owner, ownerChangeNoted.exchange(true, ordering: .relaxed) == false {
+        if changes.owner {
             // `cp -a`, `rsync -a` and `tar x` run by root set every file's owner: refused,
             // each would fail; accepted, they copy. Said once a mount, where refusals are.
-            Log.info("chown is accepted and not kept: every file and folder of this mount shows its owner (uid=, gid=; docs/reliability.md, \"Permissions\")")
+            sayOnce("chown", "chown is accepted and not kept: every file and folder of this mount shows its owner (uid=, gid=; docs/reliability.md, \"Permissions\")")
         }
         // Not every change here is a row, or a row a listing reads (a plain file cut short
         // in place): no page read ahead from before it may answer after it.

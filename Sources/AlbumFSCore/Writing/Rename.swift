@@ -48,7 +48,7 @@ extension FileSystem {
         case .album(let replaced)?:
             // An empty album is replaced (rename(2)); a full one is ENOTEMPTY, and so is one
             // whose .thumbnails/ holds files copied in (the library cannot see those).
-            try refuseIfThumbnailsHoldFiles(of: replaced)
+            try refuseIfThumbnailsHoldFiles(of: UInt64(replaced.id), named: replaced.name)
         default: throw FSError(ENOTDIR, "\(newName) is not a folder", logged: false)
         }
         let oldParent = FixedInode.folder(ofAlbum: album.parentID)
