@@ -60,6 +60,32 @@ enum Harness {
         return times[times.count / 2]
     }
 
+    /// The median time of each contender's `body`, run in turns: run 1 of each, then run
+    /// 2 of each, and so on (`prepare` before each, untimed), so that whatever drifts on
+    /// the machine while the benchmark runs weighs on every contender alike.
+    static func mediansInTurns(_ runs: Int, _ contenders: [(prepare: () throws -> Void, body: () throws -> Void)]) throws -> [Double] {
+        var times = Array(repeating: [Double](), count: contenders.count)
+        for _ in 0..<runs {
+            for (i, contender) in contenders.enumerated() {
+                try contender.prepare()
+                let start = now()
+                try contender.body()
+                times[i].append(now() - start)
+            }
+        }
+        return times.map { $0.sorted()[$0.count / 2] }
+    }
+
+    /// Fails with a clear reason when `dir`'s disk has less than `bytes` free.
+    static func requireRoom(_ bytes: Int64, in dir: String, for what: String) throws {
+        var s = statvfs()
+        guard statvfs(dir, &s) == 0 else { return }
+        let free = Int64(s.f_bavail) * Int64(s.f_frsize)
+        if free < bytes {
+            throw BenchError("\(what) need \(bytes >> 30) GiB free in \(dir); \(free >> 30) GiB are")
+        }
+    }
+
     /// Runs a shell command, waiting for it with waitpid (Foundation's Process polls,
     /// which would round every figure up to its polling period). Returns stdout.
     @discardableResult

@@ -49,18 +49,16 @@ enum ReadBench {
             let (coldGoal, warmGoal) = passthrough ? (1.10, 1.05) : (1.30, 1.30)
             if Harness.canDropCaches {
                 let drop = { Harness.dropCaches() }
-                let coldBlob = try Harness.median(prepare: drop, cat(blob))
-                let coldPT = try Harness.median(prepare: drop, cat(through))
-                let coldOurs = try Harness.median(prepare: drop, cat(ours))
+                let cold = try Harness.mediansInTurns(Harness.runs, [(drop, cat(blob)), (drop, cat(through)), (drop, cat(ours))])
+                let (coldBlob, coldPT, coldOurs) = (cold[0], cold[1], cold[2])
                 Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldBlob, baselineName: "the blobs, read directly", goal: .ratioAtMost(coldGoal))
                 Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldPT, baselineName: "passthrough_ll")
             } else {
                 Harness.skipCold(label)
             }
             try cat(blob)(); try cat(through)(); try cat(ours)()
-            let warmBlob = try Harness.median(Harness.runs, cat(blob))
-            let warmPT = try Harness.median(Harness.runs, cat(through))
-            let warmOurs = try Harness.median(Harness.runs, cat(ours))
+            let warm = try Harness.mediansInTurns(Harness.runs, [({}, cat(blob)), ({}, cat(through)), ({}, cat(ours))])
+            let (warmBlob, warmPT, warmOurs) = (warm[0], warm[1], warm[2])
             Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmBlob, baselineName: "the blobs, read directly", goal: .ratioAtMost(warmGoal))
             Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmPT, baselineName: "passthrough_ll")
         }
