@@ -13,30 +13,38 @@ enum ThumbnailBench {
 
         let folder = "\(Harness.q(mountpoint))/Albums/\((card as NSString).lastPathComponent)/.thumbnails"
         var mount: BenchMount?
-        let ours = try Harness.median(runs, prepare: {
-            mount?.unmount()
-            try Harness.freshLibrary(library)
-            try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(library)) \(Harness.q(card))")
-            mount = try BenchMount(library: library, mountpoint: mountpoint)
-        }) {
-            // A file manager opening the folder: list the thumbnails, read each one.
-            try Harness.sh("cat \(folder)/* > /dev/null")
-        }
-        try Harness.sh("cat \(folder)/* > /dev/null")
-        let cached = try Harness.median(Harness.runs) { try Harness.sh("cat \(folder)/* > /dev/null") }
-        mount?.unmount()
-
+        defer { mount?.unmount() }
         // The baselines at their best: one process per core, as AlbumFS decodes a folder
         // on every core; ImageMagick with its JPEG size hint (shrink-on-load, as libvips).
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let list = "ls \(files) | xargs -d '\\n' -P \(cores)"
         let fresh = { _ = try Harness.sh("rm -rf \(Harness.q(out)) && mkdir \(Harness.q(out))") }
-        let vips = try Harness.median(runs, prepare: fresh) {
-            try Harness.sh("\(list) -n 4 vipsthumbnail -s 256 -o \(Harness.q(out))/%s.jpg")
-        }
-        let magick = try Harness.median(runs, prepare: fresh) {
-            try Harness.sh("\(list) -I{} sh -c 'convert -define jpeg:size=512x512 \"$1\" -thumbnail 256x256 \"\(out)\"/$(basename \"$1\").jpg' - {}")
-        }
+        // In turns, run by run (`Harness.mediansInTurns`). The mount goes before the next
+        // contender runs: its workers would make the next run's thumbnails meanwhile.
+        let times = try Harness.mediansInTurns(runs, [
+            (prepare: {
+                mount?.unmount()
+                try Harness.freshLibrary(library)
+                try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(library)) \(Harness.q(card))")
+                mount = try BenchMount(library: library, mountpoint: mountpoint)
+            }, body: {
+                // A file manager opening the folder: list the thumbnails, read each one.
+                try Harness.sh("cat \(folder)/* > /dev/null")
+            }),
+            (prepare: { mount?.unmount(); try fresh() }, body: {
+                try Harness.sh("\(list) -n 4 vipsthumbnail -s 256 -o \(Harness.q(out))/%s.jpg")
+            }),
+            (prepare: fresh, body: {
+                try Harness.sh("\(list) -I{} sh -c 'convert -define jpeg:size=512x512 \"$1\" -thumbnail 256x256 \"\(out)\"/$(basename \"$1\").jpg' - {}")
+            }),
+        ])
+        let (ours, vips, magick) = (times[0], times[1], times[2])
+        // Cached: the last run's library, its thumbnails made, mounted again.
+        mount = try BenchMount(library: library, mountpoint: mountpoint)
+        try Harness.sh("cat \(folder)/* > /dev/null")
+        let cached = try Harness.median(Harness.runs) { try Harness.sh("cat \(folder)/* > /dev/null") }
+        mount?.unmount()
+
         let n = Double(count)
         Harness.record("thumbnails/s, \(count) 24 MP photos, cold", ours: n / ours, baseline: n / vips,
                        baselineName: "vipsthumbnail -s 256, \(cores) in parallel", unit: "/s", goal: .ratioAtLeast(1.0))

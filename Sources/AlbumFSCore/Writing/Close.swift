@@ -315,6 +315,7 @@ extension FileSystem {
             writer.withLock { writer.unfinished = false }
             // A new asset keeps the file's number: its name's entry stays right.
             afterLanding(landed, folder: folder, entries: landed.isNew ? [] : [(folder.ino, file.name)])
+            clock.mark("after")
             return .committed(asset: landed.asset.id)
         }
     }
