@@ -72,6 +72,16 @@ enum ImportBench {
         }
     }
 
+    /// Where the import runs write, kept until both cards' runs are done (a deletion
+    /// just before a run would make it pay for it: `run`).
+    static func scratch(dir: String) -> String { dir + "/import.runs" }
+
+    /// Removes the import runs' copies, and those of the layout before it.
+    static func clearScratch(dir: String) throws {
+        let old = ["import.library", "import-small.library", "import.passthrough-target"].map { Harness.q(dir + "/" + $0) }
+        try Harness.sh("chmod -R u+w \(Harness.q(scratch(dir: dir))) 2>/dev/null; rm -rf \(Harness.q(scratch(dir: dir))) \(old.joined(separator: " "))")
+    }
+
     static func run(dir: String, count: Int, small: Bool = false) throws {
         let card = small ? try smallCard(in: dir, count: count) : try card(in: dir, count: count)
         let what = small ? "small photos" : "24 MP photos"
@@ -86,13 +96,11 @@ enum ImportBench {
         // and the machine gets faster as a run goes on (its memory, handed back to the
         // host once freed, is slow the first time it is touched again), so whoever ran
         // first paid for that. Each run's files stay until every run is done.
-        let scratch = dir + "/import.runs"
-        try Harness.sh("rm -rf \(Harness.q(scratch)) \(Harness.q(dir))/import.library \(Harness.q(dir))/import-small.library \(Harness.q(dir))/import.passthrough-target")
-        defer { _ = try? Harness.sh("chmod -R u+w \(Harness.q(scratch)) 2>/dev/null; rm -rf \(Harness.q(scratch))", check: false) }
+        let runsFolder = Self.scratch(dir: dir) + (small ? "/small" : "/large")
         try Harness.requireRoom(bytes * Int64(3 * runs) + (1 << 30), in: dir, for: "the import runs")
 
         let mountpoint = dir + "/import.mnt", ptMount = dir + "/import.passthrough"
-        let passthrough = try Passthrough(dir: dir, source: scratch + "/passthrough", mountpoint: ptMount)
+        let passthrough = try Passthrough(dir: dir, source: runsFolder + "/passthrough", mountpoint: ptMount)
         defer { passthrough.unmount() }
         var mount: BenchMount?
         defer { mount?.unmount() }
@@ -101,8 +109,8 @@ enum ImportBench {
             // AlbumFS: a new library each run.
             (prepare: {
                 run += 1
-                try Harness.freshLibrary(scratch + "/albumfs-\(run).library")
-                mount = try BenchMount(library: scratch + "/albumfs-\(run).library", mountpoint: mountpoint)
+                try Harness.freshLibrary(runsFolder + "/albumfs-\(run).library")
+                mount = try BenchMount(library: runsFolder + "/albumfs-\(run).library", mountpoint: mountpoint)
                 try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
             }, body: {
                 try Harness.sh("cp -r \(Harness.q(card))/. \(Harness.q(mountpoint))/Albums/Card/")
@@ -113,8 +121,8 @@ enum ImportBench {
                 try Harness.sh("cp -r \(Harness.q(card)) \(Harness.q(ptMount))/Card\(run) && sync")
             }),
             // albumfs import of the same folder.
-            (prepare: { try Harness.freshLibrary(scratch + "/import-\(run).library") }, body: {
-                try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(scratch + "/import-\(run).library")) \(Harness.q(card))")
+            (prepare: { try Harness.freshLibrary(runsFolder + "/import-\(run).library") }, body: {
+                try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(runsFolder + "/import-\(run).library")) \(Harness.q(card))")
             }),
         ])
         let (ours, baseline, importTime) = (times[0], times[1], times[2])

@@ -109,6 +109,9 @@ do {
         case "list": try ListBench.run(dir: dir, sizes: [1_000, 10_000].filter { $0 < listAssets }, libraryAssets: listAssets)
         case "scale": try ScaleBench.run(dir: dir, sizes: scaleSizes)
         case "import":
+            // Both cards' runs first, every deletion after them (`ImportBench.scratch`).
+            try ImportBench.clearScratch(dir: dir)
+            defer { try? ImportBench.clearScratch(dir: dir) }
             try ImportBench.run(dir: dir, count: photos)
             try ImportBench.run(dir: dir, count: smallPhotos, small: true)
         case "thumbnails": try ThumbnailBench.run(dir: dir, count: min(photos, 100))
