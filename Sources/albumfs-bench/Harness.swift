@@ -63,7 +63,10 @@ enum Harness {
     /// The median time of each contender's `body`, run in turns: run 1 of each, then run
     /// 2 of each, and so on (`prepare` before each, untimed), so that whatever drifts on
     /// the machine while the benchmark runs weighs on every contender alike.
-    static func mediansInTurns(_ runs: Int, _ contenders: [(prepare: () throws -> Void, body: () throws -> Void)]) throws -> [Double] {
+    /// Each contender's runs are printed on a line of their own (`what`, `names`), as the
+    /// spread says how far one median can be trusted on a machine like these.
+    static func mediansInTurns(_ runs: Int, _ contenders: [(prepare: () throws -> Void, body: () throws -> Void)],
+                               what: String, names: [String]) throws -> [Double] {
         var times = Array(repeating: [Double](), count: contenders.count)
         for _ in 0..<runs {
             for (i, contender) in contenders.enumerated() {
@@ -73,6 +76,8 @@ enum Harness {
                 times[i].append(now() - start)
             }
         }
+        let each = zip(names, times).map { name, t in name + " " + t.map { String(format: "%.3f", $0) }.joined(separator: " ") }
+        say("  (\(what), runs in turns, s: \(each.joined(separator: "; ")))")
         return times.map { $0.sorted()[$0.count / 2] }
     }
 

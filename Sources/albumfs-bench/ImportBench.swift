@@ -124,7 +124,7 @@ enum ImportBench {
             (prepare: { try Harness.freshLibrary(runsFolder + "/import-\(run).library") }, body: {
                 try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(runsFolder + "/import-\(run).library")) \(Harness.q(card))")
             }),
-        ])
+        ], what: "cp -r \(count) \(what)", names: ["albumfs", "passthrough_ll", "albumfs import"])
         let (ours, baseline, importTime) = (times[0], times[1], times[2])
         let mb = Double(bytes) / 1e6
         let baselineName = "cp -r + sync through passthrough_ll"

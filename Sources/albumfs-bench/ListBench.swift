@@ -47,7 +47,8 @@ enum ListBench {
                 let ptNote = "passthrough_ll (fails: one descriptor per inode)"
                 if Harness.canDropCaches {
                     let drop = { Harness.dropCaches() }
-                    let cold = try Harness.mediansInTurns(Harness.runs, [(drop, run(plain)), (drop, run(mount.mountpoint))])
+                    let cold = try Harness.mediansInTurns(Harness.runs, [(drop, run(plain)), (drop, run(mount.mountpoint))],
+                                                             what: "\(name), cold", names: ["plain", "albumfs"])
                     let (coldPlain, coldOurs) = (cold[0], cold[1])
                     let coldPT = try? Harness.median(prepare: drop, run(passthrough.mountpoint))
                     Harness.record("\(name), cold", ours: coldOurs, baseline: coldPlain, baselineName: "plain files", goal: .ratioAtMost(2.0))
@@ -56,7 +57,8 @@ enum ListBench {
                     Harness.skipCold(name)
                 }
                 try run(plain)(); _ = try? run(passthrough.mountpoint)(); try run(mount.mountpoint)()
-                let warm = try Harness.mediansInTurns(Harness.runs, [({}, run(plain)), ({}, run(mount.mountpoint))])
+                let warm = try Harness.mediansInTurns(Harness.runs, [({}, run(plain)), ({}, run(mount.mountpoint))],
+                                                     what: "\(name), warm", names: ["plain", "albumfs"])
                 let (warmPlain, warmOurs) = (warm[0], warm[1])
                 let warmPT = try? Harness.median(Harness.runs, run(passthrough.mountpoint))
                 Harness.record("\(name), warm", ours: warmOurs, baseline: warmPlain, baselineName: "plain files", goal: .ratioAtMost(2.0))

@@ -49,7 +49,8 @@ enum ReadBench {
             let (coldGoal, warmGoal) = passthrough ? (1.10, 1.05) : (1.30, 1.30)
             if Harness.canDropCaches {
                 let drop = { Harness.dropCaches() }
-                let cold = try Harness.mediansInTurns(Harness.runs, [(drop, cat(blob)), (drop, cat(through)), (drop, cat(ours))])
+                let cold = try Harness.mediansInTurns(Harness.runs, [(drop, cat(blob)), (drop, cat(through)), (drop, cat(ours))],
+                                                         what: "\(label), cold", names: ["blobs", "passthrough_ll", "albumfs"])
                 let (coldBlob, coldPT, coldOurs) = (cold[0], cold[1], cold[2])
                 Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldBlob, baselineName: "the blobs, read directly", goal: .ratioAtMost(coldGoal))
                 Harness.record("\(label), cold cache", ours: coldOurs, baseline: coldPT, baselineName: "passthrough_ll")
@@ -57,7 +58,8 @@ enum ReadBench {
                 Harness.skipCold(label)
             }
             try cat(blob)(); try cat(through)(); try cat(ours)()
-            let warm = try Harness.mediansInTurns(Harness.runs, [({}, cat(blob)), ({}, cat(through)), ({}, cat(ours))])
+            let warm = try Harness.mediansInTurns(Harness.runs, [({}, cat(blob)), ({}, cat(through)), ({}, cat(ours))],
+                                                 what: "\(label), warm", names: ["blobs", "passthrough_ll", "albumfs"])
             let (warmBlob, warmPT, warmOurs) = (warm[0], warm[1], warm[2])
             Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmBlob, baselineName: "the blobs, read directly", goal: .ratioAtMost(warmGoal))
             Harness.record("\(label), warm cache", ours: warmOurs, baseline: warmPT, baselineName: "passthrough_ll")

@@ -37,7 +37,7 @@ enum ThumbnailBench {
             (prepare: fresh, body: {
                 try Harness.sh("\(list) -I{} sh -c 'convert -define jpeg:size=512x512 \"$1\" -thumbnail 256x256 \"\(out)\"/$(basename \"$1\").jpg' - {}")
             }),
-        ])
+        ], what: "thumbnails of \(count) photos", names: ["albumfs", "vipsthumbnail", "convert"])
         let (ours, vips, magick) = (times[0], times[1], times[2])
         // Cached: the last run's library, its thumbnails made, mounted again.
         mount = try BenchMount(library: library, mountpoint: mountpoint)
