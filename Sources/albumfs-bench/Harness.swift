@@ -62,9 +62,9 @@ enum Harness {
 
     /// The median time of each contender's `body`, run in turns: run 1 of each, then run
     /// 2 of each, and so on (`prepare` before each, untimed), so that whatever drifts on
-    /// the machine while the benchmark runs weighs on every contender alike.
-    /// Each contender's runs are printed on a line of their own (`what`, `names`), as the
-    /// spread says how far one median can be trusted on a machine like these.
+    /// the machine while the benchmark runs weighs on every contender alike. Every run is
+    /// printed on a line headed `what`, each contender under its name in `names`: the
+    /// spread says how far one median can be trusted on machines like these.
     static func mediansInTurns(_ runs: Int, _ contenders: [(prepare: () throws -> Void, body: () throws -> Void)],
                                what: String, names: [String]) throws -> [Double] {
         var times = Array(repeating: [Double](), count: contenders.count)

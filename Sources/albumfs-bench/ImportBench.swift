@@ -95,7 +95,7 @@ enum ImportBench {
         // run made right after the last run's files were deleted paid for that deletion;
         // and the machine gets faster as a run goes on (its memory, handed back to the
         // host once freed, is slow the first time it is touched again), so whoever ran
-        // first paid for that. Each run's files stay until every run is done.
+        // first paid for that. Each run's files stay until both cards' runs are done (`clearScratch`).
         let runsFolder = Self.scratch(dir: dir) + (small ? "/small" : "/large")
         try Harness.requireRoom(bytes * Int64(3 * runs) + (1 << 30), in: dir, for: "the import runs")
 
