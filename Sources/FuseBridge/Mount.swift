@@ -186,6 +186,9 @@ public enum FuseMount {
             }
             albumfs_ring_stop(ring)
         }
+        if let durable = fs.library.durableCommits, durable.commits > 0 {
+            Log.info("\(durable.commits) durable changes were written to disk in \(durable.syncs) syncs of the database log")
+        }
         fs.stopSchedule()
         bridge.stopWaits()
         fuse_remove_signal_handlers(session)

@@ -5,20 +5,7 @@ import XCTest
 
 /// Dedupe, memberships, trash and restore, names, versions, albums: the model rules of
 /// PRODUCT.md section 3, on a real library with real samples.
-final class LibraryModelTests: XCTestCase {
-    var temp: TempDirectory!
-    var library: Library!
-
-    override func setUpWithError() throws {
-        temp = TempDirectory()
-        library = try Library.create(at: temp.sub("lib"))
-    }
-
-    override func tearDown() {
-        library = nil
-        temp.remove()
-    }
-
+final class LibraryModelTests: NewLibraryTestCase {
     func sample(_ path: String) -> String { Samples.directory + "/" + path }
 
     @discardableResult

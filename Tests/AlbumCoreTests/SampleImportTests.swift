@@ -5,20 +5,7 @@ import XCTest
 
 /// Imports every file of ../shared/samples and compares what the library read with what
 /// exiftool says (expected.json).
-final class SampleImportTests: XCTestCase {
-    var temp: TempDirectory!
-    var library: Library!
-
-    override func setUpWithError() throws {
-        temp = TempDirectory()
-        library = try Library.create(at: temp.sub("lib"))
-    }
-
-    override func tearDown() {
-        library = nil
-        temp.remove()
-    }
-
+final class SampleImportTests: NewLibraryTestCase {
     /// Every media sample is imported with its bytes; what was read from them is compared
     /// with exiftool in MetadataAgreementTests.
     func testEveryMediaSampleIsImported() throws {

@@ -7,20 +7,11 @@ import XCTest
 /// The thumbnail cache and the decoder worker processes (the real `albumfs
 /// decoder-worker`), in-process: a decoder that dies on a file costs that file's
 /// thumbnail; one that hangs or cannot start costs nothing for good.
-final class ThumbnailCoreTests: XCTestCase {
-    var temp: TempDirectory!
-    var library: Library!
-
-    override func setUpWithError() throws {
-        temp = TempDirectory()
-        library = try Library.create(at: temp.sub("lib"))
-    }
-
+final class ThumbnailCoreTests: NewLibraryTestCase {
     override func tearDown() {
         unsetenv("ALBUMFS_TEST_CRASH_MARKER")
         unsetenv("ALBUMFS_TEST_HANG_MARKER")
-        library = nil
-        temp.remove()
+        super.tearDown()
     }
 
     func importVariant(_ tag: String) throws -> Asset {

@@ -5,20 +5,7 @@ import XCTest
 
 /// Every smart album and date view is a query of the core; each is checked against what
 /// it must and must not list.
-final class ViewQueryTests: XCTestCase {
-    var temp: TempDirectory!
-    var library: Library!
-
-    override func setUpWithError() throws {
-        temp = TempDirectory()
-        library = try Library.create(at: temp.sub("lib"))
-    }
-
-    override func tearDown() {
-        library = nil
-        temp.remove()
-    }
-
+final class ViewQueryTests: NewLibraryTestCase {
     func importFile(_ path: String, name: String? = nil) throws -> Asset {
         try XCTUnwrap(try library.importFile(at: path, originalName: name ?? (path as NSString).lastPathComponent,
                                              destination: .library).asset)

@@ -502,6 +502,42 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// Eight `cp` at once into one album (as a file manager or `xargs -P` copies): every
+    /// photo arrives whole, each close durable as ever; and the daemon, at its unmount,
+    /// says that closes which committed at once waited for the disk together (fewer
+    /// syncs of the database's log than durable changes; `GroupCommit`).
+    func testParallelCopiesArriveWholeAndShareTheirWaitsForTheDisk() throws {
+        let sources = temp.sub("parallel")
+        try FileManager.default.createDirectory(atPath: sources, withIntermediateDirectories: true)
+        let streams = 8, each = 13
+        for w in 0..<streams {
+            for i in 0..<each {
+                try MediaFactory.image(at: "\(sources)/P\(w)_\(i).jpg", width: 160, height: 120, exif: [
+                    "exif-ifd2-DateTimeOriginal": String(format: "2021:%02d:%02d 09:00:00", w + 1, i + 1),
+                ])
+            }
+        }
+        try sh("mkdir Albums/Parallel")
+        var script = "set -e\n"
+        for w in 0..<streams {
+            script += "( for f in \(q(sources))/P\(w)_*.jpg; do cp \"$f\" \(q(m))/Albums/Parallel/; done ) &\n"
+        }
+        script += "wait\n"
+        let result = try Processes.shell(script, timeout: 600)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(Trees.differences(try Trees.snapshot(m + "/Albums/Parallel"), try Trees.snapshot(sources),
+                                         names: ("the album", "the source")), [])
+        XCTAssertEqual(try library().stats().assets, streams * each)
+        try check()
+        mount.unmount()
+        let line = try XCTUnwrap(mount.log.split(separator: "\n").last { $0.contains("durable changes were written to disk in") },
+                                 "the daemon says at its unmount how it synced: \(mount.log)")
+        let numbers = line.split(separator: " ").compactMap { Int($0) }
+        XCTAssertEqual(numbers.count, 2, String(line))
+        XCTAssertGreaterThanOrEqual(numbers.first ?? 0, streams * each, "each close is a durable change: \(line)")
+        XCTAssertLessThan(numbers.last ?? .max, numbers.first ?? 0, "closes at once shared syncs: \(line)")
+    }
+
     func testCopyInsideTheMountAddsAMembershipWithoutNewBytes() throws {
         try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/")
         let blobs = try FileManager.default.subpathsOfDirectory(atPath: lib + "/originals").count

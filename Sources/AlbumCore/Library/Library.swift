@@ -22,6 +22,10 @@ public final class Library: Sendable {
     /// SQLite.
     public let host: String
     let writer: Locked<any Database>
+    /// Durable commits of a SQLite library wait for the disk here, outside the writer
+    /// lock, several at a time. nil with PostgreSQL, whose server makes each commit
+    /// durable itself.
+    private let groupCommit: GroupCommit?
     /// See `unfinishedMark(backend:host:)`.
     let unfinishedMark: Int64
     let readers: ConnectionPool
@@ -158,6 +162,7 @@ public final class Library: Sendable {
             try Library.tune(connection)
             try Schema.migrate(connection)
             writer = Locked(connection)
+            groupCommit = GroupCommit(files: files)
             let path = files.absolute(.database)
             readers = ConnectionPool {
                 let connection = try SQLiteConnection(path: path)
@@ -169,6 +174,7 @@ public final class Library: Sendable {
             let connection = try PostgresDatabase(conninfo)
             try PostgresSchema.migrate(connection)
             writer = Locked(connection)
+            groupCommit = nil
             readers = ConnectionPool {
                 let connection = try PostgresDatabase(conninfo)
                 try connection.execute("SET default_transaction_read_only = on")
@@ -228,13 +234,24 @@ public final class Library: Sendable {
 
     /// Runs `body` in a write transaction: every change it makes is committed together,
     /// or none is (a thrown error rolls back).
+    /// With SQLite the commit itself never waits for the disk; a durable one is made so
+    /// afterwards, outside the writer lock, together with the commits of other writers
+    /// that commit meanwhile (`GroupCommit`).
     public func write<T>(_ durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
         writes.withLock { $0 &+= 1 }
         defer { writes.withLock { $0 &+= 1 } }
-        return try writer.withLock { db in
-            try db.transaction(.write(durable: durability == .durable)) { try body(Transaction(db: db, library: self)) }
+        let (result, commit) = try writer.withLock { db in
+            let syncedByServer = durability == .durable && groupCommit == nil
+            let result = try db.transaction(.write(durable: syncedByServer)) { try body(Transaction(db: db, library: self)) }
+            return (result, groupCommit?.noteCommit())
         }
+        if durability == .durable, let commit { try groupCommit?.waitUntilDurable(commit) }
+        return result
     }
+
+    /// Durable commits of this process so far, and the syncs of SQLite's log that made
+    /// them so (fewer when writers committed at once); nil with PostgreSQL.
+    public var durableCommits: (commits: UInt64, syncs: UInt64)? { groupCommit?.counts }
 
     /// Runs `body` with a reader connection; `snapshot` makes every statement see one
     /// snapshot of the library.

@@ -12,6 +12,10 @@ public struct LibraryPath: Hashable, Sendable, CustomStringConvertible {
     public var description: String { relative }
 
     public static let database = LibraryPath("library.db")
+    /// SQLite's write-ahead log of `library.db` (see `GroupCommit`).
+    static let databaseLog = LibraryPath("library.db-wal")
+    /// The library folder itself.
+    static let root = LibraryPath(".")
     /// A library whose metadata is in PostgreSQL has this instead of `library.db`: the
     /// libpq connection string or URI of its database, on one line.
     public static let databaseSettings = LibraryPath("database.conf")

@@ -99,7 +99,8 @@ public final class SQLiteConnection: Database, @unchecked Sendable {
 
     /// A write takes the write lock at the start (`BEGIN IMMEDIATE`), so that two
     /// writers never deadlock upgrading their locks; its durability is the connection's
-    /// `PRAGMA synchronous`, switched only when it changes.
+    /// `PRAGMA synchronous`, switched only when it changes. (A library's writes commit
+    /// with NORMAL and are made durable by `GroupCommit`; schema changes use FULL.)
     public func transaction<T>(_ kind: TransactionKind, _ body: () throws -> T) throws -> T {
         switch kind {
         case .write(let durable):

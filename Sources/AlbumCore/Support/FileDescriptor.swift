@@ -88,6 +88,11 @@ public final class FileDescriptor: Sendable, CustomStringConvertible {
         _ = try SystemCalls.retrying("fsync", label) { fsync(raw) }
     }
 
+    /// fdatasync(2): the bytes, and what reading them back needs (the size), not the times.
+    public func syncData() throws {
+        _ = try SystemCalls.retrying("fdatasync", label) { fdatasync(raw) }
+    }
+
     public func setMode(_ mode: UInt32) throws {
         _ = try SystemCalls.retrying("fchmod", label) { fchmod(raw, mode_t(mode)) }
     }
