@@ -225,6 +225,42 @@ final class FaultTests: XCTestCase {
         try check("after freeing space")
     }
 
+    /// A sync of the database's log that fails (the disk reports a write error; here the
+    /// daemon's test hook fails every sync once a marker file exists) stops the daemon as
+    /// a crash would, with a line that says so. The close in flight does not return 0;
+    /// every copy that returned before is in the library whole; the one in flight is
+    /// whole or absent; and nothing that a row names was removed (`albumfs check`).
+    func testAFailedSyncOfTheDatabaseLogStopsTheDaemonAndLosesNothingThatReturned() throws {
+        let marker = temp.sub("fail-log-sync")
+        mount = try MountedLibrary(library: lib, temp: temp, environment: ["ALBUMFS_TEST_FAIL_LOG_SYNC": marker])
+        let photos = temp.sub("photos")
+        try FileManager.default.createDirectory(atPath: photos, withIntermediateDirectories: true)
+        for i in 0..<3 {
+            try MediaFactory.image(at: "\(photos)/S\(i).jpg", width: 320, height: 240,
+                                   exif: ["exif-ifd2-DateTimeOriginal": "2019:03:0\(i + 1) 08:00:00"])
+        }
+        let album = mount.path("Albums/S")
+        XCTAssertTrue(try Processes.shell("mkdir \(q(album)) && cp \(q(photos))/S0.jpg \(q(photos))/S1.jpg \(q(album))/").ok)
+        XCTAssertTrue(FileManager.default.createFile(atPath: marker, contents: nil))
+        let failed = try Processes.shell("cp \(q(photos))/S2.jpg \(q(album))/")
+        XCTAssertNotEqual(failed.status, 0, "a close whose commit could not be made durable reported success")
+        let deadline = Date().addingTimeInterval(10)
+        while !mount.log.contains("could not be written to disk") && Date() < deadline { usleep(50_000) }
+        XCTAssertTrue(mount.log.contains("the library's database log could not be written to disk"), mount.log)
+        XCTAssertTrue(mount.log.contains("albumfs stops here, as after a crash"), mount.log)
+        mount.unmount()
+        try FileManager.default.removeItem(atPath: marker)
+        try check("after a failed sync of the log")
+        try mount.start()
+        let listed = try Processes.shell("ls \(q(album))").stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(Array(listed.prefix(2)), ["S0.jpg", "S1.jpg"], "the copies that returned are there")
+        XCTAssertTrue(listed.count == 2 || listed == ["S0.jpg", "S1.jpg", "S2.jpg"], "\(listed)")
+        for name in listed {
+            XCTAssertTrue(try Processes.shell("cmp \(q(photos))/\(name) \(q(album))/\(name)").ok, "\(name) is whole")
+        }
+        XCTAssertEqual(try Library.open(at: lib, access: .reader).stats().assets, listed.count)
+    }
+
     func testAlteredRemovedOrLinkedBlobsFailWithEIOAndNothingElse() throws {
         let gps = Samples.directory + "/photos/jpg/gps"
         XCTAssertTrue(try Processes.albumfs("import", lib, "--album", "A", gps + "/DSCN0010.jpg", gps + "/DSCN0012.jpg",

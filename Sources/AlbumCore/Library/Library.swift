@@ -162,7 +162,7 @@ public final class Library: Sendable {
             try Library.tune(connection)
             try Schema.migrate(connection)
             writer = Locked(connection)
-            groupCommit = GroupCommit(files: files)
+            groupCommit = try GroupCommit(files: files, openLog: access == .exclusive)
             let path = files.absolute(.database)
             readers = ConnectionPool {
                 let connection = try SQLiteConnection(path: path)
@@ -245,7 +245,7 @@ public final class Library: Sendable {
             let result = try db.transaction(.write(durable: syncedByServer)) { try body(Transaction(db: db, library: self)) }
             return (result, groupCommit?.noteCommit())
         }
-        if durability == .durable, let commit { try groupCommit?.waitUntilDurable(commit) }
+        if durability == .durable, let commit { groupCommit?.waitUntilDurable(commit) }
         return result
     }
 

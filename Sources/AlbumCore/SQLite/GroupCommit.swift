@@ -15,11 +15,12 @@ import Glibc
 /// before one that returned earlier. SQLite still syncs the log itself before each
 /// checkpoint, and the database file after it.
 ///
-/// A failed sync is final for this process: Linux reports a failed writeback once, and
-/// the pages it could not write may be gone from the cache, so a later sync that
-/// succeeds proves nothing about them. Every durable write after it fails with the
-/// first error (EIO on the mount, and the log says why) until the library is opened
-/// again.
+/// A failed sync of the log ends the process (`stop`), as PostgreSQL does: Linux
+/// reports a failed writeback once and may have dropped the pages it could not write,
+/// so nothing can say any more which commits are on disk; and the callers of a write
+/// that failed after its COMMIT would undo file work (a blob, a plain file's bytes)
+/// that committed rows name. Ended, the library is as a crash leaves it: every write
+/// that returned before is on disk, and the next open recovers the rest.
 final class GroupCommit: @unchecked Sendable {
     private let files: LibraryFiles
     private let condition = NSCondition()
@@ -27,13 +28,22 @@ final class GroupCommit: @unchecked Sendable {
     private var committed: UInt64 = 0
     private var synced: UInt64 = 0
     private var syncing = false
-    private var failure: LibraryError?
     private var rounds: UInt64 = 0
     private var durableWrites: UInt64 = 0
-    /// Touched only by the writer that syncs (one at a time, see `syncing`).
+    /// Touched only by the writer that syncs (one at a time, see `syncing`), and by init.
     private var log: FileDescriptor?
 
-    init(files: LibraryFiles) { self.files = files }
+    /// `openLog`: opens the log now (a library opened for writing: SQLite made it when it
+    /// opened the database in WAL mode), so that a descriptor that cannot be had is an
+    /// error of the open, not of a commit; and syncs the library's folder, so that the
+    /// log's name is on disk too.
+    init(files: LibraryFiles, openLog: Bool) throws {
+        self.files = files
+        if openLog {
+            log = try files.open(.databaseLog, flags: O_RDONLY)
+            try files.syncFolder(.root)
+        }
+    }
 
     /// Numbers a commit whose pages are in the log now. Called with the writer lock held,
     /// right after COMMIT, so that numbers follow the log's order.
@@ -52,15 +62,12 @@ final class GroupCommit: @unchecked Sendable {
         return (durableWrites, rounds)
     }
 
-    /// Returns once commit `number` (from `noteCommit`) is on disk; throws if the sync
-    /// that should have made it so failed.
-    func waitUntilDurable(_ number: UInt64) throws {
+    /// Returns once commit `number` (from `noteCommit`) is on disk.
+    func waitUntilDurable(_ number: UInt64) {
         condition.lock()
         defer { condition.unlock() }
         durableWrites += 1
-        while true {
-            if let failure { throw failure }
-            if synced >= number { return }
+        while synced < number {
             if syncing {
                 condition.wait()
                 continue
@@ -69,34 +76,42 @@ final class GroupCommit: @unchecked Sendable {
             syncing = true
             let target = committed
             condition.unlock()
-            let result = Result { try syncLog() }
+            do { try syncLog() } catch { GroupCommit.stop(because: error) }
             condition.lock()
             syncing = false
             rounds += 1
-            switch result {
-            case .success: synced = max(synced, target)
-            case .failure(let error):
-                let reason = (error as? LibraryError)?.description ?? "\(error)"
-                failure = LibraryError.io("the library's database log could not be written to disk (\(reason)); the last changes may be lost: unmount, and run albumfs check", errno: EIO)
-                Log.error(failure!.description)
-            }
+            synced = max(synced, target)
             condition.broadcast()
         }
     }
 
+    /// Ends the process after a failed sync of the log (see the type's comment), with a
+    /// line in the log that says what happened and what to do.
+    static func stop(because error: any Error) -> Never {
+        let reason = (error as? LibraryError)?.description ?? "\(error)"
+        Log.error("the library's database log could not be written to disk (\(reason)): albumfs stops here, as after a crash. Every change whose close or command returned before this is on disk; the one in progress may be. Unmount (fusermount3 -u MOUNTPOINT), mount again, and run albumfs check")
+        _exit(74)  // EX_IOERR
+    }
+
     /// fdatasync of the log, through a descriptor of our own (SQLite's is its
-    /// connection's, not to be shared between threads). The first time, the library's
-    /// folder is synced too, so that the log's name is on disk as well.
+    /// connection's, not to be shared between threads).
     private func syncLog() throws {
+        if let marker = Self.failingSyncMarker, access(marker, F_OK) == 0 {
+            // The tests' way to fail a sync: every sync once this file exists.
+            throw LibraryError.io("fdatasync library.db-wal (ALBUMFS_TEST_FAIL_LOG_SYNC)", errno: EIO)
+        }
         if let log, try log.status().st_nlink > 0 {
             try log.syncData()
             return
         }
-        // Not open yet, or SQLite removed the log (it does so only after checkpointing
-        // all of it into the database, and syncing that): the log there now.
+        // Not opened yet (a library opened to read), or SQLite removed the log (it does
+        // so only once its last connection closes, after checkpointing all of it into
+        // the database and syncing that): the log there now.
         let opened = try files.open(.databaseLog, flags: O_RDONLY)
         try files.syncFolder(.root)
         try opened.syncData()
         log = opened
     }
+
+    private static let failingSyncMarker = ProcessInfo.processInfo.environment["ALBUMFS_TEST_FAIL_LOG_SYNC"]
 }
