@@ -97,7 +97,9 @@ enum ImportBench {
         // host once freed, is slow the first time it is touched again), so whoever ran
         // first paid for that. Each run's files stay until both cards' runs are done (`clearScratch`).
         let runsFolder = Self.scratch(dir: dir) + (small ? "/small" : "/large")
-        try Harness.requireRoom(bytes * Int64(3 * runs) + (1 << 30), in: dir, for: "the import runs")
+        // Three copies a run (AlbumFS, passthrough_ll, albumfs import), two more with
+        // the small photos (`parallelCopies`).
+        try Harness.requireRoom(bytes * Int64((small ? 5 : 3) * runs) + (1 << 30), in: dir, for: "the import runs")
 
         let mountpoint = dir + "/import.mnt", ptMount = dir + "/import.passthrough"
         let passthrough = try Passthrough(dir: dir, source: runsFolder + "/passthrough", mountpoint: ptMount)
@@ -134,5 +136,35 @@ enum ImportBench {
                        unit: "MB/s", goal: .ratioAtLeast(small ? 0.60 : 0.90))
         Harness.record("  per file", ours: ours / Double(count), baseline: baseline / Double(count), baselineName: baselineName, unit: "ms")
         Harness.record("albumfs import of the same folder", ours: importTime, baseline: baseline, baselineName: baselineName)
+        if small { try parallelCopies(card, count: count, runs: runs, runsFolder: runsFolder, mountpoint: mountpoint, ptMount: ptMount) }
+    }
+
+    /// The small photos copied by 8 `cp` at once (as a file manager, Samba clients or
+    /// `xargs -P` copy), where closes share their waits for the disk (group commit);
+    /// against the same through passthrough_ll, its sync timed. No goal: a figure to
+    /// follow.
+    private static func parallelCopies(_ card: String, count: Int, runs: Int, runsFolder: String, mountpoint: String,
+                                       ptMount: String) throws {
+        let copy = { (target: String) in
+            "cd \(Harness.q(card)) && find . -maxdepth 1 -type f -name '*.JPG' -print0 | xargs -0 -P8 -n100 cp -t \(Harness.q(target))/"
+        }
+        var mount: BenchMount?
+        defer { mount?.unmount() }
+        var run = 0
+        let times = try Harness.mediansInTurns(runs, [
+            (prepare: {
+                run += 1
+                try Harness.freshLibrary(runsFolder + "/parallel-\(run).library")
+                mount = try BenchMount(library: runsFolder + "/parallel-\(run).library", mountpoint: mountpoint)
+                try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
+            }, body: {
+                try Harness.sh(copy(mountpoint + "/Albums/Card"))
+            }),
+            (prepare: { mount?.unmount(); try Harness.sh("sync && mkdir \(Harness.q(ptMount))/Parallel\(run)") }, body: {
+                try Harness.sh(copy(ptMount + "/Parallel\(run)") + " && sync")
+            }),
+        ], what: "8 cp at once, \(count) small photos", names: ["albumfs", "passthrough_ll"])
+        Harness.record("8 cp at once, \(count) small photos, per file", ours: times[0] / Double(count), baseline: times[1] / Double(count),
+                       baselineName: "the same + sync through passthrough_ll", unit: "ms")
     }
 }

@@ -15,7 +15,7 @@ let usage = """
       list      ls -l, find, du over albums of 1,000 and 10,000 and All Photos of 100,000,
                 against plain files and passthrough_ll
       import    cp -r of 24 MP photos and of small photos into an album, against cp -r + sync
-                through passthrough_ll and albumfs import
+                through passthrough_ll and albumfs import; the small photos by 8 cp at once too
       thumbnails  thumbnails per second through the mount, against vipsthumbnail and ImageMagick
       scale     mount time, peak RSS and ls of a small album at 10,000 to 1,000,000 assets
       postgres  listing, lookup and cp -r import on a PostgreSQL library against the same on
