@@ -104,29 +104,13 @@ enum ImportBench {
         let mountpoint = dir + "/import.mnt", ptMount = dir + "/import.passthrough"
         let passthrough = try Passthrough(dir: dir, source: runsFolder + "/passthrough", mountpoint: ptMount)
         defer { passthrough.unmount() }
-        var mount: BenchMount?
-        defer { mount?.unmount() }
-        var run = 0
-        let times = try Harness.mediansInTurns(runs, [
-            // AlbumFS: a new library each run.
-            (prepare: {
-                run += 1
-                try Harness.freshLibrary(runsFolder + "/albumfs-\(run).library")
-                mount = try BenchMount(library: runsFolder + "/albumfs-\(run).library", mountpoint: mountpoint)
-                try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
-            }, body: {
-                try Harness.sh("cp -r \(Harness.q(card))/. \(Harness.q(mountpoint))/Albums/Card/")
-            }),
-            // passthrough_ll onto the same disk, its sync timed. Ours goes first, its
-            // thumbnail workers with it: they must not run beside the next contender.
-            (prepare: { mount?.unmount(); try Harness.sh("sync") }, body: {
-                try Harness.sh("cp -r \(Harness.q(card)) \(Harness.q(ptMount))/Card\(run) && sync")
-            }),
-            // albumfs import of the same folder.
-            (prepare: { try Harness.freshLibrary(runsFolder + "/import-\(run).library") }, body: {
-                try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(runsFolder + "/import-\(run).library")) \(Harness.q(card))")
-            }),
-        ], what: "cp -r \(count) \(what)", names: ["albumfs", "passthrough_ll", "albumfs import"])
+        let times = try copiesInTurns(runs, what: "cp -r \(count) \(what)", runsFolder: runsFolder, mountpoint: mountpoint, ptMount: ptMount,
+                                      copy: { "cp -r \(Harness.q(card))/. \(Harness.q($0))/" },
+                                      then: [("albumfs import", {
+                                          try Harness.freshLibrary(runsFolder + "/import-\($0).library")
+                                      }, {
+                                          try Harness.sh("\(Harness.q(Harness.albumfs)) import --no-thumbnails \(Harness.q(runsFolder + "/import-\($0).library")) \(Harness.q(card))")
+                                      })])
         let (ours, baseline, importTime) = (times[0], times[1], times[2])
         let mb = Double(bytes) / 1e6
         let baselineName = "cp -r + sync through passthrough_ll"
@@ -139,6 +123,32 @@ enum ImportBench {
         if small { try parallelCopies(card, count: count, runs: runs, runsFolder: runsFolder, mountpoint: mountpoint, ptMount: ptMount) }
     }
 
+    /// Runs of `copy` (the shell command that copies into the folder it is given) in
+    /// turns: into an album of a new AlbumFS library each run, then through
+    /// passthrough_ll onto the same disk with its `sync` timed, then each of `then`
+    /// (name, prepare and body, given the run's number). AlbumFS is unmounted before the
+    /// next contender, its thumbnail workers with it: they must not run beside it.
+    /// Returns the medians in that order.
+    private static func copiesInTurns(_ runs: Int, what: String, runsFolder: String, mountpoint: String, ptMount: String,
+                                      name: String = "albumfs", copy: @escaping (String) -> String,
+                                      then others: [(String, (Int) throws -> Void, (Int) throws -> Void)] = []) throws -> [Double] {
+        var mount: BenchMount?
+        defer { mount?.unmount() }
+        var run = 0
+        let album = mountpoint + "/Albums/Card", ptFolder = { ptMount + "/\(name)-\(run)" }
+        return try Harness.mediansInTurns(runs, [
+            (prepare: {
+                run += 1
+                try Harness.freshLibrary(runsFolder + "/\(name)-\(run).library")
+                mount = try BenchMount(library: runsFolder + "/\(name)-\(run).library", mountpoint: mountpoint)
+                try Harness.sh("mkdir \(Harness.q(album))")
+            }, body: { try Harness.sh(copy(album)) }),
+            (prepare: { mount?.unmount(); try Harness.sh("sync && mkdir \(Harness.q(ptFolder()))") },
+             body: { try Harness.sh(copy(ptFolder()) + " && sync") }),
+        ] + others.map { other in (prepare: { try other.1(run) }, body: { try other.2(run) }) },
+           what: what, names: ["albumfs", "passthrough_ll"] + others.map(\.0))
+    }
+
     /// The small photos copied by 8 `cp` at once (as a file manager, Samba clients or
     /// `xargs -P` copy), where closes share their waits for the disk (group commit);
     /// against the same through passthrough_ll, its sync timed. No goal: a figure to
@@ -148,22 +158,8 @@ enum ImportBench {
         let copy = { (target: String) in
             "cd \(Harness.q(card)) && find . -maxdepth 1 -type f -name '*.JPG' -print0 | xargs -0 -P8 -n100 cp -t \(Harness.q(target))/"
         }
-        var mount: BenchMount?
-        defer { mount?.unmount() }
-        var run = 0
-        let times = try Harness.mediansInTurns(runs, [
-            (prepare: {
-                run += 1
-                try Harness.freshLibrary(runsFolder + "/parallel-\(run).library")
-                mount = try BenchMount(library: runsFolder + "/parallel-\(run).library", mountpoint: mountpoint)
-                try Harness.sh("mkdir \(Harness.q(mountpoint))/Albums/Card")
-            }, body: {
-                try Harness.sh(copy(mountpoint + "/Albums/Card"))
-            }),
-            (prepare: { mount?.unmount(); try Harness.sh("sync && mkdir \(Harness.q(ptMount))/Parallel\(run)") }, body: {
-                try Harness.sh(copy(ptMount + "/Parallel\(run)") + " && sync")
-            }),
-        ], what: "8 cp at once, \(count) small photos", names: ["albumfs", "passthrough_ll"])
+        let times = try copiesInTurns(runs, what: "8 cp at once, \(count) small photos", runsFolder: runsFolder, mountpoint: mountpoint,
+                                      ptMount: ptMount, name: "parallel", copy: copy)
         Harness.record("8 cp at once, \(count) small photos, per file", ours: times[0] / Double(count), baseline: times[1] / Double(count),
                        baselineName: "the same + sync through passthrough_ll", unit: "ms")
     }
