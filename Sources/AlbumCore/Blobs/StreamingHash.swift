@@ -5,23 +5,20 @@ import Foundation
 /// whole file. A write anywhere but at the end gives up (the close hashes the file then).
 public final class StreamingHash: @unchecked Sendable {
     private let lock = NSLock()
-    // Guarded by `lock`.
+    // Guarded by `lock`. No hasher: a write came out of order, or the digest was taken.
     private var hasher: SHA256Hasher? = SHA256Hasher()
     private var hashed: Int64 = 0
-    private var whole = true
 
     public init() {}
 
     /// Bytes hashed so far.
     public var length: Int64 { lock.withLock { hashed } }
-    public var valid: Bool { lock.withLock { whole } }
 
     /// A write of `bytes` at `offset`: hashed if it extends the file at its end.
     public func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
         lock.withLock {
-            guard whole else { return }
+            guard hasher != nil else { return }
             guard offset == hashed else {
-                whole = false
                 _ = hasher.take()
                 return
             }
@@ -33,7 +30,7 @@ public final class StreamingHash: @unchecked Sendable {
     /// The digest, if the whole file of `size` bytes went through the stream.
     public func finish(size: Int64) -> String? {
         lock.withLock {
-            guard whole, size == hashed, let hasher = hasher.take() else { return nil }
+            guard size == hashed, let hasher = hasher.take() else { return nil }
             return hasher.finalizeHex()
         }
     }

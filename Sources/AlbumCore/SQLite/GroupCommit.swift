@@ -39,10 +39,14 @@ final class GroupCommit: @unchecked Sendable {
     /// log's name is on disk too.
     init(files: LibraryFiles, openLog: Bool) throws {
         self.files = files
-        if openLog {
-            log = try files.open(.databaseLog, flags: O_RDONLY)
-            try files.syncFolder(.root)
-        }
+        if openLog { log = try Self.openLog(files) }
+    }
+
+    /// A descriptor of the log, its name made durable (the library's folder synced).
+    private static func openLog(_ files: LibraryFiles) throws -> FileDescriptor {
+        let log = try files.open(.databaseLog, flags: O_RDONLY)
+        try files.syncFolder(.root)
+        return log
     }
 
     /// Numbers a commit whose pages are in the log now. Called with the writer lock held,
@@ -107,8 +111,7 @@ final class GroupCommit: @unchecked Sendable {
         // Not opened yet (a library opened to read), or SQLite removed the log (it does
         // so only once its last connection closes, after checkpointing all of it into
         // the database and syncing that): the log there now.
-        let opened = try files.open(.databaseLog, flags: O_RDONLY)
-        try files.syncFolder(.root)
+        let opened = try Self.openLog(files)
         try opened.syncData()
         log = opened
     }
