@@ -50,6 +50,58 @@ struct OperationTableTests {
         try f.expectPKept()
     }
 
+    /// A photo renamed to a name that stays plain while open for writing hands its
+    /// handles to the file the name becomes; removed then, that file keeps its bytes for
+    /// them as any file removed while open does. Seed 3045 of the plain-directory oracle
+    /// found `ftruncate` through such a handle failing with ENOENT (the handle is on the
+    /// photo's number, the removed file has its own).
+    @Test(arguments: Kind.allCases)
+    func aPhotoRenamedToAPlainNameThenRemovedKeepsItsBytesForItsHandles(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/.P.jpg.tmp")
+        try f.fs.unlink("Albums/Trip/.P.jpg.tmp")
+        #expect(try f.names("Albums/Trip") == [])
+        try f.fs.write(h, Array("abc".utf8), at: 0)
+        #expect(try f.fs.fstat(h).size == Int64(Fixture.photoP.count))
+        try f.fs.truncate(h, to: 3)
+        #expect(try f.fs.fstat(h).size == 3)
+        #expect(try f.fs.read(h, count: 100, at: 0) == Array("abc".utf8))
+        try f.fs.truncate(h, to: 5)
+        #expect(try f.fs.read(h, count: 100, at: 0) == Array("abc".utf8) + [0, 0])
+        try f.fs.close(h)
+        #expect(try f.names("Albums/Trip") == [])
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoP, "the photo keeps its version")
+        #expect(try f.versions() == 1)
+        #expect(try f.names("All Photos") == ["P.jpg"])
+    }
+
+    /// A file that became a photo the library held (P's bytes closed under a new name in
+    /// a folder without P: P's membership there) while a handle of its own stayed open:
+    /// what that handle changes shows by path, also while a reader of the photo holds it
+    /// (on a mount, in passthrough, whose kernel inode reports the size of the version
+    /// it reads). Seed 3178 of the plain-directory oracle found `stat` showing the old
+    /// size there.
+    @Test(arguments: Kind.allCases)
+    func aHandleOfAFileThatBecameAHeldPhotoChangesItForEveryPath(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.mkdir("Albums/New")
+        let h = try f.fs.open("Albums/New/c.jpg", O_RDWR | O_CREAT, mode: 0o644)
+        try f.fs.put("Albums/New/c.jpg", Fixture.photoP)
+        #expect(try f.fs.stat("Albums/New/c.jpg").ino == f.p, "P's bytes in a folder without P: P itself")
+        let r = try f.fs.open("Albums/New/c.jpg", O_RDONLY, mode: 0)
+        try f.fs.truncate(h, to: 200_000)
+        #expect(try f.fs.stat("Albums/New/c.jpg").size == 200_000)
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 200_000)
+        #expect(try f.fs.get("Albums/New/c.jpg") == Fixture.photoP + [UInt8](repeating: 0, count: 200_000 - Fixture.photoP.count))
+        try f.fs.close(h)
+        #expect(try f.fs.read(r, count: 4, at: 0) == Array(Fixture.photoP[0..<4]))
+        try f.fs.close(r)
+        #expect(try f.fs.stat("Albums/Other/P.jpg").size == 200_000)
+        #expect(try f.versions() == 2, "the grown bytes are P's next version")
+        try f.expectPKept()
+    }
+
     // MARK: bytes several photos hold
 
     /// A photo and its Duplicate (two assets, one bytes) copied into a new folder (`cp

@@ -72,7 +72,7 @@ extension FileSystem {
     public func release(handle: UInt64) {
         guard let file = handles.remove(handle) else { return }
         forgetLeftKernelInode(file)
-        releasedUnlinked(file.ino)
+        releasedUnlinked(file)
         guard case .writer(let writer) = file.state else { return }
         guard writer.released() <= 0 else { return }
         // Bytes no close saw (written through mmap, or a close that failed): one more try.

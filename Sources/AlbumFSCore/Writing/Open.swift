@@ -259,12 +259,23 @@ extension FileSystem {
     /// known by now (a file that became a photo the library held, rule 4 of `Destiny`):
     /// the kernel updated the size of the handle's kernel inode itself, not of the
     /// photo's, whose attributes are dropped so that a `stat` by path sees the change.
+    /// Readers that opened the photo since hold its kernel inode in passthrough, which
+    /// reports the size of the version they read: the photo moves past them, as when a
+    /// save lands (seed 3178 of the plain-directory oracle found `stat` showing the old
+    /// size after an `ftruncate` through such a handle).
     func changedThroughAnotherNumber(_ ino: UInt64, _ writer: Writer) {
+        let target = writer.withLock { writer.target }
         let known: UInt64
-        switch writer.withLock({ writer.target }) {
+        switch target {
         case .asset(let id), .plain(let id): known = UInt64(id)
         }
-        if known != ino { invalidate([.attributes(known)]) }
+        guard known != ino else { return }
+        invalidate([.attributes(known)])
+        if case .asset(let id) = target, handles.inPassthrough(kernelNodes.node(of: known)),
+           let asset = try? library.asset(id: id) {
+            movePastReaders(known)
+            forgetNames(of: asset)
+        }
     }
 
     /// copy_file_range inside the mount: a whole photo into an empty new file is not

@@ -36,15 +36,28 @@ extension FileSystem {
     /// Before its bytes file's name is removed (the attributes read it).
     func keepAttributesIfOpen(_ file: PlainFile) {
         let ino = UInt64(file.id)
-        guard handles.isOpen(ino), let a = try? attributes(of: file) else { return }
+        guard isHeldOpen(ino), let a = try? attributes(of: file) else { return }
         unlinkedOpen.record(a)
+    }
+
+    /// Whether a handle holds plain file `ino`'s bytes: one opened through its number,
+    /// or one a rename handed them to (a photo renamed to a name that stays plain while
+    /// open for writing: its handles are on the photo's number, their writer this
+    /// file's, `Writer.becamePlain`).
+    private func isHeldOpen(_ ino: UInt64) -> Bool {
+        handles.isOpen(ino) || writers.get(ino).map(handles.holds) == true
+    }
+
+    /// The bytes that open handles of `ino` hold: its writer's, or a reader's own.
+    private func heldBytes(_ ino: UInt64) -> FileDescriptor? {
+        writers.get(ino)?.readable().0 ?? handles.descriptor(of: ino)
     }
 
     /// The attributes of a file removed while open, its size and times as its bytes are
     /// now; nil when `ino` is no such file.
     func unlinkedAttributes(_ ino: UInt64) -> Attributes? {
         guard var a = unlinkedOpen.attributes(ino) else { return nil }
-        if let fd = handles.descriptor(of: ino), let st = try? fd.status() {
+        if let fd = heldBytes(ino), let st = try? fd.status() {
             a.size = Int64(st.st_size)
             a.blocks = Int64(st.st_blocks)
             a.mtimeNs = st.modificationNanoseconds
@@ -62,7 +75,7 @@ extension FileSystem {
             guard let writer = writers.get(ino) else { throw FSError(EBADF, "inode \(ino) was removed and is open for reading only", logged: false) }
             try truncate(writer, to: size)
         }
-        if let mtime = changes.mtimeNs, let fd = handles.descriptor(of: ino) {
+        if let mtime = changes.mtimeNs, let fd = heldBytes(ino) {
             try explained("cannot set the mtime of inode \(ino)") { try fd.setModificationTime(nanoseconds: mtime) }
         }
         if let mode = changes.mode { unlinkedOpen.update(ino) { $0.permissions = mode & 0o1777 & ~options.umask } }
@@ -82,9 +95,12 @@ extension FileSystem {
         return try opened(ino: ino, node: node, .readOnly(fd), keepCache: false, readOnly: true, name: "inode \(ino)")
     }
 
-    /// A handle was released: the last one of a file removed while open lets it go.
-    func releasedUnlinked(_ ino: UInt64) {
-        guard !unlinkedOpen.isEmpty, unlinkedOpen.attributes(ino) != nil, !handles.isOpen(ino) else { return }
-        unlinkedOpen.forget(ino)
+    /// A handle was released: the last one of a file removed while open lets it go
+    /// (`file`'s number, or the plain file a rename handed its writer to).
+    func releasedUnlinked(_ file: OpenFile) {
+        guard !unlinkedOpen.isEmpty else { return }
+        var inos = [file.ino]
+        if case .writer(let writer) = file.state, case .plain(let id) = writer.withLock({ writer.target }) { inos.append(UInt64(id)) }
+        for ino in inos where unlinkedOpen.attributes(ino) != nil && !isHeldOpen(ino) { unlinkedOpen.forget(ino) }
     }
 }
