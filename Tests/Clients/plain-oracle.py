@@ -186,7 +186,13 @@ def step():
         return '%s %s' % (k, rel), lambda root: call(at(root, rel))
     if k == 'mvdir':
         a, b = rnd.choice(dirs[1:] + ['d2/f']), rnd.choice(dirs[1:] + ['d2/f', 'd3'])
-        return 'mv %s/ %s' % (a, b), lambda root: os.rename(at(root, a), at(root, b))
+
+        def mvdir(root):  # a folder's name may hold a file by now: a photo's save keeps its mode
+            keep = mode_a_save_keeps(root, at(root, a), b)
+            os.rename(at(root, a), at(root, b))
+            if keep is not None:
+                os.chmod(at(root, b), keep)
+        return 'mv %s/ %s' % (a, b), mvdir
     if k == 'truncate':
         rel, n = pick(), rnd.choice([0, 3, 100000])
         return 'truncate -s %d %s' % (n, rel), lambda root: os.truncate(at(root, rel), n)
