@@ -85,16 +85,18 @@ final class WriteTests: MountTestCase {
     /// handle writes into it); 421, 443 and 483 too (a photo renamed over another while
     /// a handle writes into it; a handle kept open across a save by rename); 568 (a
     /// photo renamed to a name that stays plain while open for writing, nothing written);
-    /// 1002 and 1046 play `chmod` and `fchmod` too (1046 found a save's mode); 3045 and
-    /// 3178 (a handle of a photo renamed to a plain name that was then removed; a
-    /// handle of a file that became a photo the library held, with readers of it open).
+    /// 1002 and 1046 play `chmod` and `fchmod` too (1046 found a save's mode); 3045 (a
+    /// handle of a photo renamed to a plain name that was then removed) and 7060 (handles
+    /// of one file open through two numbers). Seed 3178 is not here: the `stat` it makes
+    /// right after a photo moves past its readers may come before the kernel drops the
+    /// moved names (`OperationTableTests.aHandleOfAFileThatBecameAHeldPhotoChangesItForEveryPath`).
     func testRandomSequencesEndAsInAPlainDirectory() throws {
         // A photo truncated and closed empty keeps its empty copy in staging/ for its
         // minute (the next bytes closed under it are its next version), longer than this
         // test: the daemon holds those copies at its end. And the thumbnails made ahead,
         // which start once imports are quiet, that is as this test ends, read blobs.
         mount.mayHoldAtEnd = [lib + "/staging/version-", lib + "/originals/"]
-        let seeds = (1...8).map({ ($0, 200, false) }) + [127, 136, 146, 148, 293, 421, 443, 483, 568, 3045, 3178].map({ ($0, 400, false) })
+        let seeds = (1...8).map({ ($0, 200, false) }) + [127, 136, 146, 148, 293, 421, 443, 483, 568, 3045, 7060].map({ ($0, 400, false) })
             + [1002, 1046].map({ ($0, 400, true) })
         for (seed, steps, modes) in seeds {
             let plain = temp.sub("oracle-\(seed)")

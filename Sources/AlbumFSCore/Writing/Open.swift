@@ -237,7 +237,7 @@ extension FileSystem {
                 throw FSError.wrapping(error, "cannot write inode \(writer.ino)")
             }
             writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: try writableBytes(writer))
-            changedThroughAnotherNumber(file.ino, writer)
+            bytesChanged(through: file.ino, writer, node: file.node)
             wroteSuperseded(writer)
             return n
         }
@@ -255,19 +255,34 @@ extension FileSystem {
         invalidate([.attributes(UInt64(id))])
     }
 
-    /// Bytes changed through a handle of another inode number than the one the file is
-    /// known by now (a file that became a photo the library held, rule 4 of `Destiny`):
-    /// the kernel updated the size of the handle's kernel inode itself, not of the
-    /// photo's, whose attributes are dropped so that a `stat` by path sees the change.
+    /// A writer's bytes changed through a handle of inode number `ino`, opened through
+    /// kernel inode `node`: what the other kernel inodes that show those bytes must forget.
+    ///
+    /// The number the file is known by now may be another (a file that became a photo
+    /// the library held, rule 4 of `Destiny`): the kernel updated the size of the
+    /// handle's kernel inode itself, not of the photo's, whose attributes are dropped so
+    /// that a `stat` by path sees the change.
     /// Readers that opened the photo since hold its kernel inode in passthrough, which
     /// reports the size of the version they read: the photo moves past them, as when a
     /// save lands (seed 3178 of the plain-directory oracle found `stat` showing the old
     /// size after an `ftruncate` through such a handle).
-    func changedThroughAnotherNumber(_ ino: UInt64, _ writer: Writer) {
-        let target = writer.withLock { writer.target }
+    ///
+    /// Other handles of the same bytes may be open through other kernel inodes (the
+    /// file's own number, and the photo's, once it became a photo the library held):
+    /// those forget their attributes too, so that their next read asks the size again
+    /// and drops pages that changed (seed 7060 of the oracle found a handle of the file
+    /// reading the bytes an `ftruncate` through a handle of the photo had cut). Only
+    /// attributes: dropping pages here, inside the writer's `io`, could wait for a read
+    /// of those pages that waits for this writer.
+    func bytesChanged(through ino: UInt64, _ writer: Writer, node: UInt64? = nil) {
+        let (target, open) = writer.withLock { (writer.target, writer.openCount) }
         let known: UInt64
         switch target {
         case .asset(let id), .plain(let id): known = UInt64(id)
+        }
+        if open > 1 {
+            let others = handles.nodes(of: writer).subtracting([node ?? kernelNodes.node(of: ino), kernelNodes.node(of: known)])
+            if !others.isEmpty { invalidate(others.sorted().map { .node($0) }) }
         }
         guard known != ino else { return }
         invalidate([.attributes(known)])
@@ -301,7 +316,7 @@ extension FileSystem {
                 try SystemCalls.copyRange(from: input, at: &i, to: fd, at: &o, length: length)
             }
             writer.changed()
-            changedThroughAnotherNumber(target.ino, writer)
+            bytesChanged(through: target.ino, writer, node: target.node)
             return n
         }
     }
@@ -341,7 +356,7 @@ extension FileSystem {
             }
             if changesBytes {
                 writer.changed()
-                changedThroughAnotherNumber(file.ino, writer)
+                bytesChanged(through: file.ino, writer, node: file.node)
             }
         }
     }
@@ -413,6 +428,8 @@ extension FileSystem {
             invalidate([.attributes(elsewhere)])  // asked by another number: the kernel's are stale
             return try getattr(ino, node: node)
         }
+        // The kernel inode the change comes through: the handle's, for ftruncate.
+        let handleNode = changes.handle.flatMap { handles.get($0)?.node } ?? node
         guard let item = try item(ino) else {
             // ftruncate and futimens of a plain file removed while open.
             if let a = try setUnlinkedAttributes(ino, changes) { return a }
@@ -435,7 +452,7 @@ extension FileSystem {
                 writer.opened()
                 defer { release(writer) }
                 try truncate(writer, to: size)
-                changedThroughAnotherNumber(ino, writer)
+                bytesChanged(through: ino, writer, node: handleNode)
                 if changes.handle == nil { try close(writer) }  // truncate(2) by path: a version now
             }
             if let mtime = changes.mtimeNs {
@@ -463,6 +480,7 @@ extension FileSystem {
                 // In place: open handles' next close sees it, as any change of their bytes.
                 if let writer = writer(ofHandle: changes.handle) ?? writers.get(ino) {
                     try truncate(writer, to: size)
+                    bytesChanged(through: ino, writer, node: handleNode)
                 } else {
                     let bytes = try ownBytes(of: file)
                     try explained("cannot truncate \(file.name)") { try bytes.truncate(to: size) }
