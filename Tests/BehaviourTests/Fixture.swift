@@ -105,6 +105,16 @@ final class Fixture {
     }
 
     func versions() throws -> Int { try library().versions(of: Int64(p)).count }
+
+    /// A handle of a new file at `path` (in a folder without P), kept open while another
+    /// open fills the file with P's bytes: the file becomes P there (a photo the library
+    /// holds), and the handle stays on the file's own number.
+    func handleOfAFileThatBecomesP(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int {
+        let h = try fs.open(path, O_RDWR | O_CREAT, mode: 0o644)
+        try fs.put(path, Self.photoP)
+        #expect(try fs.stat(path).ino == p, "P's bytes in a folder without P: P itself", sourceLocation: sourceLocation)
+        return h
+    }
 }
 
 extension Array where Element == UInt8 {

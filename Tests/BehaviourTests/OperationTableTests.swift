@@ -89,9 +89,7 @@ struct OperationTableTests {
     func aHandleOfAFileThatBecameAHeldPhotoChangesItForEveryPath(_ kind: Kind) throws {
         let f = try Fixture(kind)
         try f.fs.mkdir("Albums/New")
-        let h = try f.fs.open("Albums/New/c.jpg", O_RDWR | O_CREAT, mode: 0o644)
-        try f.fs.put("Albums/New/c.jpg", Fixture.photoP)
-        #expect(try f.fs.stat("Albums/New/c.jpg").ino == f.p, "P's bytes in a folder without P: P itself")
+        let h = try f.handleOfAFileThatBecomesP("Albums/New/c.jpg")
         let r = try f.fs.open("Albums/New/c.jpg", O_RDONLY, mode: 0)
         try f.fs.truncate(h, to: 200_000)
         #expect(try f.fs.get("Albums/New/c.jpg") == Fixture.photoP + [UInt8](repeating: 0, count: 200_000 - Fixture.photoP.count))
@@ -117,10 +115,7 @@ struct OperationTableTests {
     func handlesOfAFileOpenThroughTwoNumbersSeeEachOthersChanges(_ kind: Kind) throws {
         let f = try Fixture(kind)
         try f.fs.mkdir("Albums/New")
-        try f.fs.put("Albums/New/a.txt", Fixture.text)
-        let h = try f.fs.open("Albums/New/a.txt", O_RDWR, mode: 0)
-        try f.fs.put("Albums/New/a.txt", Fixture.photoP)
-        #expect(try f.fs.stat("Albums/New/a.txt").ino == f.p, "P's bytes in a folder without P: P itself")
+        let h = try f.handleOfAFileThatBecomesP("Albums/New/a.txt")
         try f.fs.truncate(h, to: 200_000)
         let g = try f.fs.open("Albums/New/a.txt", O_RDWR, mode: 0)
         #expect(try f.fs.read(h, count: 300_000, at: 0).count == 200_000)
