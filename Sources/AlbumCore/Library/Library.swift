@@ -253,6 +253,10 @@ public final class Library: Sendable {
     /// them so (fewer when writers committed at once); nil with PostgreSQL.
     public var durableCommits: (commits: UInt64, syncs: UInt64)? { groupCommit?.counts }
 
+    /// The tests' way to hold a sync of SQLite's log: `hook` runs on the syncing writer's
+    /// thread before each sync, outside every lock (nil: none).
+    public func setBeforeLogSync(_ hook: (@Sendable () -> Void)?) { groupCommit?.setBeforeSync(hook) }
+
     /// Runs `body` with a reader connection; `snapshot` makes every statement see one
     /// snapshot of the library.
     public func read<T>(snapshot: Bool = false, _ body: (Records) throws -> T) throws -> T {

@@ -32,6 +32,10 @@ final class GroupCommit: @unchecked Sendable {
     private var durableWrites: UInt64 = 0
     /// Touched only by the writer that syncs (one at a time, see `syncing`), and by init.
     private var log: FileDescriptor?
+    /// Runs before each sync (tests hold a sync with it: `Library.setBeforeLogSync`).
+    private let beforeSync = Locked<(@Sendable () -> Void)?>(nil)
+
+    func setBeforeSync(_ hook: (@Sendable () -> Void)?) { beforeSync.withLock { $0 = hook } }
 
     /// `openLog`: opens the log now (a library opened for writing: SQLite made it when it
     /// opened the database in WAL mode), so that a descriptor that cannot be had is an
@@ -100,6 +104,7 @@ final class GroupCommit: @unchecked Sendable {
     /// fdatasync of the log, through a descriptor of our own (SQLite's is its
     /// connection's, not to be shared between threads).
     private func syncLog() throws {
+        beforeSync.withLock { $0 }?()
         if let marker = Self.failingSyncMarker, access(marker, F_OK) == 0 {
             // The tests' way to fail a sync: every sync once this file exists.
             throw LibraryError.io("fdatasync library.db-wal (ALBUMFS_TEST_FAIL_LOG_SYNC)", errno: EIO)
