@@ -65,9 +65,12 @@ final class GroupCommitTests: NewLibraryTestCase {
             func write(_ w: Int) {
                 // A thread each: the writers block (in the held sync, or waiting for the
                 // next), and Dispatch adds threads for blocked ones only slowly.
+                // Weakly: a finished thread's closure may outlive `group.wait`, and must not
+                // keep the library (and its lock) from `reopen`.
                 group.enter()
-                Thread {
+                Thread { [weak library] in
                     do {
+                        guard let library else { throw CocoaError(.featureUnsupported) }
                         try library.write { tx in _ = try tx.createAlbum(named: "W\(w)", in: Album.rootParent) }
                     } catch {
                         failures.withLock { $0.append("W\(w): \(error)") }
