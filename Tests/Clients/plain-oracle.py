@@ -86,6 +86,15 @@ def mode_a_save_keeps(root, source, rel):
     return os.lstat(target).st_mode & 0o777
 
 
+def rename_keeping_mode(root, a, b):
+    """`mv a b` in `root`; in the plain tree, with the mode the album keeps when photo
+    bytes are renamed over a photo (`mode_a_save_keeps`)."""
+    keep = mode_a_save_keeps(root, at(root, a), b)
+    os.rename(at(root, a), at(root, b))
+    if keep is not None:
+        os.chmod(at(root, b), keep)
+
+
 def copy_elsewhere(source, rel):
     """Whether renaming `source` to `rel` would bring photo bytes to a visible name in a
     folder while another file in another folder holds the same bytes (a copy that went
@@ -164,10 +173,7 @@ def step():
                     decided.append(copy_elsewhere(a, b))
                 if decided[0]:
                     return 'photo bytes another folder holds too: not moved'
-                keep = mode_a_save_keeps(root, at(root, a), b)
-                os.rename(at(root, a), at(root, b))
-                if keep is not None:
-                    os.chmod(at(root, b), keep)
+                rename_keeping_mode(root, a, b)
             return 'mv %s %s' % (a, b), rename
 
         def copy(root):
@@ -186,13 +192,8 @@ def step():
         return '%s %s' % (k, rel), lambda root: call(at(root, rel))
     if k == 'mvdir':
         a, b = rnd.choice(dirs[1:] + ['d2/f']), rnd.choice(dirs[1:] + ['d2/f', 'd3'])
-
-        def mvdir(root):  # a folder's name may hold a file by now: a photo's save keeps its mode
-            keep = mode_a_save_keeps(root, at(root, a), b)
-            os.rename(at(root, a), at(root, b))
-            if keep is not None:
-                os.chmod(at(root, b), keep)
-        return 'mv %s/ %s' % (a, b), mvdir
+        # A folder's name may hold a file by now: a photo's save keeps its mode there too.
+        return 'mv %s/ %s' % (a, b), lambda root: rename_keeping_mode(root, a, b)
     if k == 'truncate':
         rel, n = pick(), rnd.choice([0, 3, 100000])
         return 'truncate -s %d %s' % (n, rel), lambda root: os.truncate(at(root, rel), n)

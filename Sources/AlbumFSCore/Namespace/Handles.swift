@@ -250,17 +250,6 @@ final class HandleTable: Sendable {
         }
     }
 
-    /// Whether any handle has `writer`'s bytes (a scan: asked when a plain file is
-    /// removed, and of files removed while open).
-    func holds(_ writer: Writer) -> Bool {
-        table.withLock { s in
-            s.files.values.contains { file in
-                if case .writer(let w) = file.state { return w === writer }
-                return false
-            }
-        }
-    }
-
     /// Whether a handle open for writing has `writer`'s bytes (a scan: asked when a
     /// rename would hand them to another file).
     func writes(_ writer: Writer) -> Bool {

@@ -45,7 +45,7 @@ extension FileSystem {
     /// open for writing: its handles are on the photo's number, their writer this
     /// file's, `Writer.becamePlain`).
     private func isHeldOpen(_ ino: UInt64) -> Bool {
-        handles.isOpen(ino) || writers.get(ino).map(handles.holds) == true
+        handles.isOpen(ino) || writers.get(ino).map { !handles.nodes(of: $0).isEmpty } == true
     }
 
     /// The bytes that open handles of `ino` hold: its writer's, or a reader's own.
