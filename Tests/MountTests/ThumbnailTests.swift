@@ -320,6 +320,26 @@ final class ThumbnailTests: XCTestCase {
         }
     }
 
+    /// PRODUCT.md section 1: `thumbnails/` "can be deleted and rebuilt at any time", the
+    /// folder itself too, while the library is mounted (it was made only when the library
+    /// opened, and every thumbnail failed until the next mount).
+    func testTheThumbnailsFolderDeletedWhileMountedIsMadeAgain() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let album = mount.path("Albums/A")
+        try sh("mkdir \(q(album)) && cp \(q(Samples.directory))/photos/jpg/gps/DSCN0010.jpg \(q(album))/")
+        try sh("vipsheader \(q(album))/.thumbnails/DSCN0010.jpg.jpg")
+        try sh("rm -rf \(q(lib))/thumbnails")
+        // A photo copied in afterwards gets its thumbnail and its shared-repository PNG.
+        try sh("cp \(q(Samples.directory))/photos/jpg/gps/DSCN0012.jpg \(q(album))/")
+        XCTAssertEqual(try sh("vipsheader -f width \(q(album))/.thumbnails/DSCN0012.jpg.jpg").stdout, "256\n", mount.log)
+        let png = try XCTUnwrap(try sh("ls \(q(album))/.sh_thumbnails/normal").stdout.split(separator: "\n").first, mount.log)
+        XCTAssertEqual(try sh("vipsheader -f width \(q("\(album)/.sh_thumbnails/normal/\(png)"))").stdout, "128\n")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(lib)/thumbnails/256"), "the folder is back")
+        XCTAssertFalse(mount.log.contains("no thumbnail for"), mount.log)
+    }
+
     func testThumbnailsAreMadeAheadAfterACopy() throws {
         let lib = temp.sub("lib")
         XCTAssertTrue(try Processes.albumfs("init", lib).ok)

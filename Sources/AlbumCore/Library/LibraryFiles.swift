@@ -162,6 +162,19 @@ public final class LibraryFiles: Sendable {
         return true
     }
 
+    /// Creates a folder and every missing folder above it inside the library, as
+    /// `mkdir -p` does: for folders the library may have lost while it is open (a user
+    /// may delete `thumbnails/` at any time, PRODUCT.md section 1).
+    public func makeFolders(_ path: LibraryPath) throws {
+        if path.relative == "." { return }
+        do {
+            try makeFolder(path)
+        } catch let error as LibraryError where error.errno == ENOENT {
+            try makeFolders(path.parent)
+            try makeFolder(path)
+        }
+    }
+
     /// fsyncs a folder, so that a rename, link or create inside it is durable.
     public func syncFolder(_ path: LibraryPath) throws {
         try open(path, flags: O_RDONLY | O_DIRECTORY).sync()

@@ -133,8 +133,7 @@ public final class ThumbnailCache: Sendable {
     }
 
     private func store(_ bytes: [UInt8], at path: LibraryPath, sha256: String) throws {
-        try library.files.makeFolder(path.parent.parent)
-        try library.files.makeFolder(path.parent)
+        try library.files.makeFolders(path.parent)
         let temporary = path.parent.appending(".\(sha256).\(UInt64.random(in: 0...UInt64.max).hex16).tmp")
         do {
             let file = try library.files.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
