@@ -41,6 +41,7 @@ final class MetadataAgreementTests: XCTestCase {
         defer { temp.remove() }
         let library = try Library.create(at: temp.sub("lib"))
         let files = Samples.media.map(\.absolutePath) + (try GeneratedMedia.make(in: temp.sub("generated")))
+            + (try GeneratedMedia.makeOtherFormats(in: temp.sub("formats")))
         let readings = try Self.exiftool(files)
         for path in files {
             let name = (path as NSString).lastPathComponent

@@ -41,6 +41,31 @@ final class WriteTests: MountTestCase {
         XCTAssertTrue(kept[0].contains("looks like text"), String(kept[0]))
     }
 
+    /// PRODUCT.md section 3's formats that the samples lack (WebP, AVIF, M4V, 3GP, AVI;
+    /// TestSupport/GeneratedMedia) and an animated GIF, copied in with `cp`: each is in
+    /// All Photos, the videos in Smart Albums/Videos, each has a thumbnail, and its
+    /// pixel size is what exiftool reads (its thumbnail's longest side 256, or its own).
+    func testEverySupportedFormatArrivesAsAPhotoOrVideo() throws {
+        let files = try GeneratedMedia.makeOtherFormats(in: temp.sub("formats")) + [Samples.directory + "/extras/animated.gif"]
+        try sh("mkdir Albums/F && cp \(files.map(q).joined(separator: " ")) Albums/F/")
+        let names = files.map { ($0 as NSString).lastPathComponent }
+        XCTAssertEqual(Set(try sh("ls 'All Photos'").stdout.split(separator: "\n").map(String.init)), Set(names))
+        XCTAssertEqual(try sh("ls 'Smart Albums/Videos'").stdout, "clip.3gp\nclip.avi\nclip.m4v\n")
+        let sizes = try sh("exiftool -q -q -n -p '$FileName $ImageWidth $ImageHeight' \(files.map(q).joined(separator: " "))").stdout
+        for line in sizes.split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            let name = fields[0]
+            XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.width Albums/F/\(name)").stdout, fields[1], name)
+            XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.height Albums/F/\(name)").stdout, fields[2], name)
+            let thumbnail = "Albums/F/.thumbnails/\(name).jpg"
+            let sides = try sh("vipsheader -f width \(thumbnail) && vipsheader -f height \(thumbnail)").stdout
+                .split(separator: "\n").compactMap { Int($0) }
+            XCTAssertEqual(sides.max(), min(256, max(Int(fields[1]) ?? 0, Int(fields[2]) ?? 0)), "\(name): \(sides)")
+        }
+        XCTAssertEqual(sizes.split(separator: "\n").count, files.count, sizes)
+        try check()
+    }
+
     /// Symbolic links, as rsync -a, tar and cp -a copy a tree that has them: the album
     /// ends as the plain directory the same tool made, link by link (relative, absolute,
     /// dangling, to a folder, named like a photo), and a second rsync -a changes nothing.

@@ -57,6 +57,29 @@ public enum GeneratedMedia {
         return ["xmp-date.jpg", "tiff-date.tif", "png-exif.png", "bigtiff.tif", "preview.dng", "junk-after-soi.jpg"].map(path)
     }
 
+    /// One file of each supported format the samples lack (PRODUCT.md section 3), made in
+    /// `folder` from the samples' Nikon JPEG and their H.264 clip; returns their paths.
+    /// - `webp.webp`, `avif.avif`: the JPEG saved by libvips, its EXIF kept.
+    /// - `clip.m4v`, `clip.3gp`: the clip's streams (AAC audio in the 3GP) with a
+    ///   QuickTime creation time.
+    /// - `clip.avi`: the clip's streams; AVI has no creation time FFmpeg writes.
+    public static func makeOtherFormats(in folder: String) throws -> [String] {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        func path(_ name: String) -> String { folder + "/" + name }
+        func run(_ tool: String, _ arguments: [String]) throws {
+            let result = try Processes.run(tool, arguments)
+            guard result.ok else { throw GenerationError(message: "\(tool) \(arguments.joined(separator: " ")): \(result.stderr)") }
+        }
+        try run("vips", ["copy", source, path("webp.webp")])
+        try run("vips", ["heifsave", source, path("avif.avif"), "--compression", "av1"])
+        let clip = Samples.directory + "/videos/clip-2021-03-05.mp4"
+        let created = ["-metadata", "creation_time=2021-03-05T09:08:07Z"]
+        try run("ffmpeg", ["-v", "error", "-y", "-i", clip, "-c", "copy"] + created + [path("clip.m4v")])
+        try run("ffmpeg", ["-v", "error", "-y", "-i", clip, "-c:v", "copy", "-c:a", "aac"] + created + [path("clip.3gp")])
+        try run("ffmpeg", ["-v", "error", "-y", "-i", clip, "-c", "copy", path("clip.avi")])
+        return ["webp.webp", "avif.avif", "clip.m4v", "clip.3gp", "clip.avi"].map(path)
+    }
+
     public struct GenerationError: Error, CustomStringConvertible {
         public let message: String
         public var description: String { message }
