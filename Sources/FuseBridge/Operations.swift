@@ -184,7 +184,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
                 if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 {
                     changes.mtimeNs = nowNanoseconds()
                 } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
-                    changes.mtimeNs = Int64(attr.pointee.st_mtim.tv_sec) * 1_000_000_000 + Int64(attr.pointee.st_mtim.tv_nsec)
+                    changes.mtimeNs = storedNanoseconds(seconds: Int64(attr.pointee.st_mtim.tv_sec), nanoseconds: Int64(attr.pointee.st_mtim.tv_nsec))
                 }
             }
             if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 { changes.owner = true }

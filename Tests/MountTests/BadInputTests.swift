@@ -112,6 +112,36 @@ final class BadInputTests: XCTestCase {
         XCTAssertTrue(cli2.stderr.contains("not a supported photo or video"), cli2.stderr)
     }
 
+    /// Times the library cannot hold are held to its range, as the kernel does for every
+    /// disk: it keeps times as nanoseconds since 1970 in 64 bits, from 1684-10-19 to
+    /// 2255-03-14 (`storedNanosecondsRange`), and `touch -d 2400-01-01` of a photo
+    /// (smbtorture sets the year 30828) stopped the daemon with an arithmetic overflow. A
+    /// plain file's time is then also its bytes' file's, which the disk may hold to a
+    /// narrower range (ext4: from 1901), as a plain directory there would. A photo without
+    /// a date of its own takes the held time as its capture date.
+    func testTimesOutsideTheLibrarysRangeAreHeldToIt() throws {
+        let album = mount.path("Albums/Bad"), plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        func run(_ command: String) throws -> String {
+            let result = try Processes.shell(command)
+            XCTAssertTrue(result.ok, "\(command): \(result.stderr)")
+            return result.stdout
+        }
+        try run("cp \(q(Samples.directory))/photos/jpg/gps/DSCN0010.jpg \(q(album))/p.jpg")
+        try run("cp \(q(Samples.directory))/extras/\(q("Screenshot 2024-05-01 at 10.00.00.png")) \(q(album))/undated.png")
+        try run("echo text > \(q(album))/t.txt && echo text > \(q(plain))/t.txt")
+        for (date, seconds) in [("2400-01-01 UTC", "9000000000"), ("1500-01-01 UTC", "-9000000000"), ("2100-05-05 10:00:00.5 UTC", "4113194400")] {
+            try run("touch -d \(q(date)) \(q(album))/p.jpg \(q(album))/undated.png \(q(album))/t.txt \(q(plain))/t.txt")
+            XCTAssertEqual(try run("stat -c %Y \(q(album))/p.jpg \(q(album))/undated.png"), "\(seconds)\n\(seconds)\n", date)
+            let text = try run("stat -c %Y \(q(album))/t.txt"), plainText = try run("stat -c %Y \(q(plain))/t.txt")
+            XCTAssertEqual(text, date.hasPrefix("2400") ? "\(seconds)\n" : plainText, date)
+            XCTAssertTrue(try run("ls -R \(q(mount.path("By Date")))").contains("undated.png"), date)
+        }
+        XCTAssertEqual(try run("TZ=UTC stat -c %y \(q(album))/p.jpg"), "2100-05-05 10:00:00.500000000 +0000\n")
+        XCTAssertTrue(mount.process?.isRunning == true, "the daemon is up: \(mount.log)")
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+
     func testOddNames() throws {
         let album = mount.path("Albums/Bad")
         let gps = Samples.directory + "/photos/jpg/gps"

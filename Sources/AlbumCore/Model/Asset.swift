@@ -38,7 +38,7 @@ public struct Asset: Sendable, Equatable {
     public var isTrashed: Bool { trashedAt != nil }
 
     /// st_mtime: the mtime a user or a save set, else the capture date.
-    public var mtimeNanoseconds: Int64 { mtimeNs ?? takenAt * nanosecondsPerSecond }
+    public var mtimeNanoseconds: Int64 { mtimeNs ?? storedNanoseconds(seconds: takenAt) }
 
     /// What its bytes said when they were read (the same bytes say the same again).
     public var metadata: MediaMetadata {

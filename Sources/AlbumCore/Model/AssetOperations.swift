@@ -317,6 +317,7 @@ extension Transaction {
 extension Dates {
     /// Whole seconds of nanoseconds since the epoch, rounded down (also before 1970).
     public static func floorSeconds(_ nanoseconds: Int64) -> Int64 {
-        nanoseconds >= 0 ? nanoseconds / nanosecondsPerSecond : (nanoseconds - nanosecondsPerSecond + 1) / nanosecondsPerSecond
+        let (whole, rest) = nanoseconds.quotientAndRemainder(dividingBy: nanosecondsPerSecond)
+        return rest < 0 ? whole - 1 : whole
     }
 }

@@ -41,7 +41,7 @@ extension ListedAsset: AssetRow {
         size = row.int64(c + 2)
         sortKey = row.int64(c + 3)
         // As Asset.mtimeNanoseconds.
-        mtimeNanoseconds = row.optionalInt64(c + 4) ?? row.int64(c + 5) * nanosecondsPerSecond
+        mtimeNanoseconds = row.optionalInt64(c + 4) ?? storedNanoseconds(seconds: row.int64(c + 5))
         changedNs = row.int64(c + 6)
         links = row.int(c + 7)
         mode = row.optionalInt(c + 8).map { UInt32(truncatingIfNeeded: $0) }
