@@ -289,6 +289,14 @@ public enum FuseMount {
         } else {
             Log.configure(destination: .syslog, minimum: level)
         }
+        guard !request.foreground else { return }
+        // A trap's reason and backtrace go to stderr, which the daemon's is no longer: to
+        // the log file, or with syslog to the library's log file (else they were lost).
+        Log.sendStandardErrorHere()
+        if Log.isSyslog, case .rotating(_, let fd, _)? = try? libraryLog(request.library) {
+            _ = dup2(fd, 2)
+            close(fd)
+        }
     }
 }
 

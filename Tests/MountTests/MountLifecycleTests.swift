@@ -195,6 +195,25 @@ final class MountLifecycleTests: XCTestCase {
         XCTAssertTrue(text.contains("cannot make folder Mine in Smart Albums/"), text)
     }
 
+    /// A crash of the daemon in the background says why in the library's log: its stderr,
+    /// where the Swift runtime writes a trap's reason and backtrace, was /dev/null, and
+    /// the arithmetic overflow that smbtorture's timestamps caused left no word anywhere.
+    /// (A SIGSEGV sent from outside is reported as a fault is; the runtime then returns
+    /// to the thread it stopped, since nothing faults again, and tearDown ends the daemon.)
+    func testACrashInTheBackgroundSaysWhyInTheLog() throws {
+        let mnt = try mountpoint()
+        let mounted = try Processes.albumfs("mount", library, mnt)
+        XCTAssertEqual(mounted.status, 0, mounted.stderr)
+        let serving = daemons()
+        XCTAssertEqual(serving.count, 1)
+        for pid in serving { kill(pid, SIGSEGV) }
+        let log = library + "/logs/albumfs.log"
+        func text() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        XCTAssertTrue(waitUntil(60) { text().contains("Backtrace took") }, text())
+        XCTAssertTrue(text().contains("Program crashed"), text())
+        XCTAssertTrue(text().contains("mounted \(library!)"), text())
+    }
+
     /// The README's fstab line and the systemd unit in mount-scripts/sharing work as
     /// written, with albumfs where albumfs-up installs it (/usr/local/bin): here a private
     /// mount namespace puts this build there and a private /etc/fstab holds the line.

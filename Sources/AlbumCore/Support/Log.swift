@@ -4,7 +4,8 @@ import Glibc
 /// The daemon's log: one line per event. In the foreground it goes to stderr; in the
 /// background to syslog (the journal) when something listens on /dev/log, else to
 /// `LIBRARY/logs/albumfs.log` (kept under 8 MiB, the one before as `.1`); or to a file
-/// given with `-o log=PATH`.
+/// given with `-o log=PATH`. In the background, stderr (where the Swift runtime writes why
+/// it stopped the process) is the log file too (`sendStandardErrorHere`).
 public enum Log {
     public enum Level: Int, Sendable, Comparable {
         case debug = 0, info, warning, error
@@ -25,6 +26,8 @@ public enum Log {
         var destination: Destination = .stderr
         var minimum: Level = .info
         var linesSinceCheck = 0
+        /// stderr is the log file (`sendStandardErrorHere`), and follows it when it starts again.
+        var standardErrorFollows = false
     }
 
     private static let state = Locked(State())
@@ -32,6 +35,21 @@ public enum Log {
     public static func configure(destination: Destination, minimum: Level) {
         if case .syslog = destination { openlog("albumfs", LOG_PID, LOG_DAEMON) }
         state.withLock { $0 = State(destination: destination, minimum: minimum) }
+    }
+
+    /// Points stderr at the log file, in a daemon whose stderr went to /dev/null: what the
+    /// Swift runtime writes when a trap stops the process (its reason and backtrace) then
+    /// lands beside the log's last lines, where a user looks, instead of nowhere.
+    public static func sendStandardErrorHere() {
+        state.withLock { state in
+            switch state.destination {
+            case .file(let fd), .rotating(_, let fd, _):
+                _ = dup2(fd, 2)
+                state.standardErrorFollows = true
+            case .stderr, .syslog:
+                break
+            }
+        }
     }
 
     /// Whether a syslog daemon listens (no container and not every machine has one: a
@@ -76,6 +94,10 @@ public enum Log {
 
     public static var isDebug: Bool { state.withLock { $0.minimum == .debug } }
 
+    public static var isSyslog: Bool {
+        state.withLock { if case .syslog = $0.destination { return true } else { return false } }
+    }
+
     private static func write(_ level: Level, _ message: () -> String) {
         let (destination, minimum) = state.withLock { ($0.destination, $0.minimum) }
         guard level >= minimum else { return }
@@ -107,6 +129,7 @@ public enum Log {
             rotateIfFull(path, limit: limit)
             guard let fresh = try? openFile(path) else { return }
             state.destination = .rotating(path: path, fd: fresh, limit: limit)
+            if state.standardErrorFollows { _ = dup2(fresh, 2) }
             close(fd)
         }
     }
