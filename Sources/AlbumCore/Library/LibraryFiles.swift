@@ -84,6 +84,14 @@ public final class LibraryFiles: Sendable {
     /// host's folder in it when several hosts serve the library.
     public let staging: LibraryPath
 
+    /// `plain/`, opened once: a listing of a folder of plain files asks the size and mtime
+    /// of each one's bytes there, and opening the folder again for each (a path walk and
+    /// a close around one `fstatat`) was most of the daemon's time when smbd listed a
+    /// folder of 3,000 (which it does before every new name, to rule out one that differs
+    /// only in case). Nothing but a person's hand removes `plain/`, and the library's
+    /// bytes with it; `thumbnails/`, which may go at any time, is opened each time.
+    private let plainFolder = Locked<FileDescriptor?>(nil)
+
     public init(root: String, staging: LibraryPath = .staging) throws {
         self.root = root
         self.staging = staging
@@ -111,6 +119,18 @@ public final class LibraryFiles: Sendable {
     /// A folder of the library as a handle for the *at calls.
     private func folder(_ path: LibraryPath) throws -> FileDescriptor {
         if path.relative == "." { return rootFD }
+        if path == .plainFiles {
+            if let open = plainFolder.withLock({ $0 }) { return open }
+            let opened = try openFolder(path)
+            return plainFolder.withLock { cached in
+                if cached == nil { cached = opened }
+                return cached!
+            }
+        }
+        return try openFolder(path)
+    }
+
+    private func openFolder(_ path: LibraryPath) throws -> FileDescriptor {
         let fd = shim_open_folder_beneath(rootFD.raw, path.relative)
         if fd >= 0 { return FileDescriptor(adopting: fd, label: path.relative) }
         let code = errno

@@ -140,7 +140,7 @@ public final class ThumbnailCache: Sendable {
             try bytes.withUnsafeBytes { _ = try file.write($0, at: 0) }
             try library.files.rename(temporary, to: path)
         } catch {
-            try? library.files.remove(temporary)
+            _ = try? library.files.remove(temporary)
             throw error
         }
     }
