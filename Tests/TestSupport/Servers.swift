@@ -54,14 +54,19 @@ public final class SambaServer: @unchecked Sendable {
     let directory: String
     var process: OwnedProcess?
 
-    public init(sharing mountpoint: String, in temp: TempDirectory) throws {
+    /// smbd sharing `mountpoint` as `photos`, and each of `others` (name: folder) with
+    /// the same share block.
+    public init(sharing mountpoint: String, in temp: TempDirectory, others: [(name: String, path: String)] = []) throws {
         directory = temp.sub("samba")
         for sub in ["state", "lock", "pid", "cache", "private", "log", "ncalrpc"] {
             try FileManager.default.createDirectory(atPath: "\(directory)/\(sub)", withIntermediateDirectories: true)
         }
         port = Int.random(in: 20000...40000)
-        let snippet = try String(contentsOfFile: Samples.packageRoot + "/mount-scripts/sharing/smb.conf.snippet", encoding: .utf8)
-            .replacingOccurrences(of: "/srv/photos", with: mountpoint)
+        let block = try String(contentsOfFile: Samples.packageRoot + "/mount-scripts/sharing/smb.conf.snippet", encoding: .utf8)
+        let snippet = ([(name: "photos", path: mountpoint)] + others).map { share in
+            block.replacingOccurrences(of: "[photos]", with: "[\(share.name)]").replacingOccurrences(of: "/srv/photos", with: share.path)
+                + "  guest ok = yes\n"
+        }.joined(separator: "\n")
         let config = """
             [global]
               server role = standalone server
@@ -83,7 +88,6 @@ public final class SambaServer: @unchecked Sendable {
               disable spoolss = yes
               passdb backend = tdbsam:\(directory)/private/passdb.tdb
             \(snippet)
-              guest ok = yes
 
             """
         try config.write(toFile: "\(directory)/smb.conf", atomically: true, encoding: .utf8)
