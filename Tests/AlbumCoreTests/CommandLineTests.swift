@@ -47,7 +47,7 @@ final class CommandLineTests: XCTestCase {
             guard words.count > 1, words[0] == "albumfs", words[1].first?.isLowercase == true else { return nil }
             return String(words[1])
         }
-        XCTAssertEqual(Set(commands), ["init", "mount", "import", "albums", "info", "stats", "thumbnails", "check", "gc", "versions", "revert"])
+        XCTAssertEqual(Set(commands), ["init", "mount", "import", "albums", "info", "stats", "thumbnails", "check", "gc", "migrate", "versions", "revert"])
         let lib = temp.sub("lib"), mountpoint = temp.sub("mnt")
         XCTAssertTrue(try Processes.albumfs("init", lib).ok)
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
@@ -58,6 +58,39 @@ final class CommandLineTests: XCTestCase {
             XCTAssertTrue(result.stdout.hasPrefix("usage: albumfs \(command)"), "\(arguments): \(result.stdout)")
         }
         XCTAssertFalse(try String(contentsOfFile: "/proc/mounts", encoding: .utf8).contains(mountpoint), "help mounted nothing")
+    }
+
+    /// `albums`, `stats` and `thumbnails` say what the library holds, and `revert` without
+    /// a version brings back the one before the current one (PRODUCT.md section 5).
+    func testAlbumsStatsThumbnailsAndRevertWithoutAVersion() throws {
+        let lib = temp.sub("lib"), gps = Samples.directory + "/photos/jpg/gps"
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        XCTAssertTrue(try Processes.albumfs("import", "--no-thumbnails", lib, "--album", "Trip/Day 1", gps + "/DSCN0010.jpg", gps + "/DSCN0012.jpg").ok)
+        XCTAssertTrue(try Processes.albumfs("import", "--no-thumbnails", lib, "--album", "Trip", gps + "/DSCN0021.jpg").ok)
+        XCTAssertEqual(try Processes.albumfs("albums", lib).stdout, "Trip/\t1\nTrip/Day 1/\t2\n")
+        let stats = try Processes.albumfs("stats", lib).stdout
+        XCTAssertTrue(stats.contains("assets:           3 (3 photos, 0 videos)"), stats)
+        XCTAssertTrue(stats.contains("albums:           2 (3 memberships)"), stats)
+        XCTAssertTrue(stats.contains("captured:         2008-10-22T16:28:39Z to "), stats)
+        XCTAssertEqual(try Processes.albumfs("thumbnails", lib).stdout, "made 3 thumbnail(s); 0 were there; 0 file(s) cannot be decoded\n")
+        XCTAssertEqual(try Processes.run("sh", ["-c", "ls \(q(lib))/thumbnails/256/*/*.jpg | wc -l"]).stdout, "3\n")
+        XCTAssertEqual(try Processes.albumfs("thumbnails", lib).stdout, "made 0 thumbnail(s); 3 were there; 0 file(s) cannot be decoded\n")
+
+        // A second version, then revert with no version named: the first one's bytes again.
+        do {
+            let library = try Library.open(at: lib, access: .exclusive)
+            let photo = try XCTUnwrap(try library.asset(named: "DSCN0010.jpg"))
+            let staged = try Staging(files: library.files).copy(from: gps + "/DSCN0025.jpg")
+            let metadata = try InProcessMetadata().metadata(of: staged.descriptor, format: .jpeg)
+            _ = try library.blobs.place(staged.path, descriptor: staged.descriptor, sha256: staged.sha256)
+            _ = try library.write { tx -> Asset in try tx.addVersion(of: photo.id, sha256: staged.sha256, size: staged.size, metadata: metadata, mtimeNs: 1) }
+        }
+        let photo = try XCTUnwrap(try Library.open(at: lib, access: .reader).asset(named: "DSCN0010.jpg"))
+        XCTAssertEqual(photo.version, 2)
+        let first = try XCTUnwrap(try Library.open(at: lib, access: .reader).versions(of: photo.id).first?.sha256)
+        let revert = try Processes.albumfs("revert", lib, "Albums/Trip/Day 1/DSCN0010.jpg")
+        XCTAssertEqual(revert.stdout, "DSCN0010.jpg: version 3 is now current, with the bytes of version 1\n", revert.stderr)
+        XCTAssertEqual(try Library.open(at: lib, access: .reader).asset(id: photo.id)?.sha256, first)
     }
 
     /// `info`, `versions` and `revert` take a path in the mount, also through the

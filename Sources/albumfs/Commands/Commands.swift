@@ -20,7 +20,7 @@ enum Commands {
         albumfs: a photo library as a filesystem
 
         usage:
-          albumfs init LIBRARY
+          albumfs init LIBRARY [--database postgresql://...]
           albumfs mount LIBRARY MOUNTPOINT [-f] [-d] [-o OPTIONS]
           albumfs LIBRARY MOUNTPOINT [-o OPTIONS]          (the mount.fuse3 / fstab form)
           albumfs import LIBRARY [--album PATH] FILE_OR_DIR...
@@ -30,6 +30,7 @@ enum Commands {
           albumfs thumbnails LIBRARY [--size N]
           albumfs check LIBRARY [--repair]
           albumfs gc LIBRARY
+          albumfs migrate LIBRARY --to postgresql://...
           albumfs versions LIBRARY PATH
           albumfs revert LIBRARY PATH [VERSION]
 
