@@ -163,6 +163,21 @@ final class BrowseTests: XCTestCase {
                        try sh("stat -c %i \(q(mount.path("Albums/Photos/JPG/Orientation/LANDSCAPE_1.JPG")))"))
     }
 
+    /// An album lists its sub-albums and plain files before its photos and videos, those
+    /// oldest capture first whatever their names (PRODUCT.md section 2; what `ls -U`
+    /// and unsorted file managers show).
+    func testAnAlbumListsSubAlbumsThenItsPhotosOldestFirst() throws {
+        let album = mount.path("Albums/Order")
+        try sh("""
+            mkdir \(q(album)) && cd \(q(album)) && cp \(q(Samples.directory))/extras/panorama.jpg a-2023.jpg \
+            && cp \(q(Samples.directory))/videos/clip-2021-03-05.mp4 b-2021.mp4 \
+            && cp \(q(Samples.directory))/photos/jpg/gps/DSCN0010.jpg c-2008.jpg && mkdir z-sub && echo x > notes.txt
+            """)
+        let names = try sh("ls -f \(q(album))").split(separator: "\n").map(String.init).filter { $0 != "." && $0 != ".." }
+        XCTAssertEqual(names.suffix(3), ["c-2008.jpg", "b-2021.mp4", "a-2023.jpg"], "\(names)")
+        XCTAssertEqual(Set(names.prefix(2)), ["z-sub", "notes.txt"], "\(names)")
+    }
+
     func testNFDNamesFindNFCAlbums() throws {
         mount.unmount()
         XCTAssertTrue(try Processes.albumfs("import", mount.library, "--album", "Caf\u{E9} \u{C9}t\u{E9}", Samples.directory + "/photos/jpg/gps/DSCN0012.jpg").ok)
