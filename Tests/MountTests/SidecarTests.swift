@@ -65,6 +65,11 @@ final class SidecarTests: MountTestCase {
         let generated = try GeneratedMedia.make(in: temp.sub("generated"))
         try sh("cp \(q(generated[0])) Albums/Trip/IMG_3.jpg && exiftool -q -XMP-xmp:Rating=1 -o Albums/Trip/IMG_3.xmp Albums/Trip/IMG_3.jpg")
         XCTAssertEqual(try attribute("Albums/Trip/IMG_3.jpg", "user.albumfs.rating"), "4")
+        // Without a sidecar, its caption and keywords are those of its own XMP too.
+        try sh("cp \(q(generated[0])) Albums/Trip/IMG_4.jpg")
+        XCTAssertEqual(try attribute("Albums/Trip/IMG_4.jpg", "user.xdg.comment"), "At the tower")
+        XCTAssertEqual(try attribute("Albums/Trip/IMG_4.jpg", "user.xdg.tags"), "Paris,Tower")
+        XCTAssertEqual(try attribute("Albums/Trip/IMG_4.jpg", "user.albumfs.capture_date"), "2019-07-04T12:30:00+02:00")
 
         // The sidecar goes: what it gave goes with it (the date falls back to the mtime).
         try sh("rm Albums/Trip/IMG_1.xmp")
