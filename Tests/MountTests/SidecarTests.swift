@@ -81,6 +81,28 @@ final class SidecarTests: MountTestCase {
         try sh("test ! -e 'All Photos/IMG_2.THM'")
     }
 
+    /// A camera's `.THM` (its JPEG preview of a video, with the camera's EXIF) dates the
+    /// video whose container carries no date (an AVI), whichever arrives first; removed,
+    /// the date goes with it.
+    func testACamerasTHMDatesItsVideo() throws {
+        let clip = temp.sub("clip.avi")
+        XCTAssertTrue(try Processes.run("ffmpeg", ["-v", "error", "-i", Samples.directory + "/videos/clip-2021-03-05.mp4", "-c", "copy", clip]).ok)
+        let thm = temp.sub("preview.thm")
+        try FileManager.default.copyItem(atPath: Samples.directory + "/photos/jpg/gps/DSCN0010.jpg", toPath: thm)
+        XCTAssertTrue(try Processes.run("exiftool", ["-q", "-overwrite_original", "-DateTimeOriginal=2012:05:06 07:08:09",
+                                                     "-OffsetTimeOriginal=+01:00", thm]).ok)
+        try sh("cp \(q(clip)) Albums/Trip/MVI_1.AVI && cp \(q(thm)) Albums/Trip/MVI_1.THM")
+        try sh("cp \(q(thm)) Albums/Trip/MVI_2.THM && cp \(q(clip)) Albums/Trip/MVI_2.AVI")
+        for name in ["MVI_1.AVI", "MVI_2.AVI"] {
+            XCTAssertEqual(try attribute("Albums/Trip/\(name)", "user.albumfs.capture_date"), "2012-05-06T07:08:09+01:00", name)
+            try sh("test -f 'By Date/2012/2012-05/2012-05-06/\(name)'")
+        }
+        try sh("test ! -e 'All Photos/MVI_1.THM'")
+        try sh("rm Albums/Trip/MVI_1.THM")
+        XCTAssertNotEqual(try attribute("Albums/Trip/MVI_1.AVI", "user.albumfs.capture_date"), "2012-05-06T07:08:09+01:00")
+        try sh("test ! -e 'By Date/2012/2012-05/2012-05-06/MVI_1.AVI'")
+    }
+
     /// `rm` of the photo in the album where its sidecar is: the sidecar stays there, a
     /// plain file, and no longer belongs to the photo, so the date it gave goes too (a
     /// review found the tags gone but the date and its By Date folder kept).

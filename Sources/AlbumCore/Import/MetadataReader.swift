@@ -52,7 +52,8 @@ public enum MetadataReader {
         return metadata
     }
 
-    /// An XMP sidecar's rating, keywords, caption and dates.
+    /// A sidecar's rating, keywords, caption and dates: an XMP packet, or the EXIF (and
+    /// any XMP) of a camera's `.THM` JPEG, whichever exiv2 finds.
     public static func readSidecar(path: String) throws -> MediaMetadata {
         initialize()
         let file = try Exiv2File(path: path)

@@ -25,9 +25,12 @@ public enum Sidecars {
     /// files are never imported, even with photo bytes (a `.THM` is a JPEG).
     public static func isSidecarName(_ name: String) -> Bool { base(of: name) != nil }
 
-    /// Whether its XMP is read.
+    /// Whether it is read: an XMP sidecar, and a camera's `.THM` (the JPEG preview a
+    /// camera writes beside a video or a RAW, with the camera's EXIF: the only date an
+    /// old camera's AVI has). `.AAE`, `.pp3` and `.dop` hold a tool's edits, none of the
+    /// fields a sidecar gives a photo.
     public static func isRead(_ name: String) -> Bool {
-        Names.split(name).ext.lowercased() == ".xmp" && base(of: name) != nil
+        ["xmp", "thm"].contains(Names.split(name).ext.dropFirst().lowercased()) && base(of: name) != nil
     }
 
     /// Whether sidecar `sidecar` belongs to the photo named `photo` in the same folder.
@@ -115,7 +118,8 @@ extension LibraryRecords {
         return m
     }
 
-    /// What the XMP sidecars beside an asset say, first sidecar first.
+    /// What the read sidecars beside an asset say (XMP, then a `.THM`'s EXIF), first
+    /// sidecar first.
     public func sidecarReadings(of asset: Asset) throws -> [MediaMetadata] {
         try sidecars(of: asset).compactMap { file in
             let text = try db.first("SELECT xmp FROM plain_files WHERE id = ?", file.id) { $0.optionalText(0) } ?? nil

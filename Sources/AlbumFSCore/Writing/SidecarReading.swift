@@ -6,7 +6,8 @@ import Glibc
 /// bytes are untrusted, and the photos it belongs to take what it says; one renamed away
 /// or removed gives back what it gave.
 extension FileSystem {
-    /// Reads plain file `id` as an XMP sidecar if its name makes it one.
+    /// Reads plain file `id` as a sidecar if its name makes it one that is read (XMP, a
+    /// camera's `.THM`).
     func readSidecarIfOne(_ id: Int64) {
         guard let file = try? library.plainFile(id: id), Sidecars.isRead(file.name), !file.isSymlink else { return }
         var reading: MediaMetadata?
@@ -14,7 +15,7 @@ extension FileSystem {
             let bytes = try library.files.open(file.bytes, flags: O_RDONLY)
             reading = try decoder.sidecar(of: bytes)
         } catch {
-            Log.warning("the sidecar \(file.name) is kept, but its XMP cannot be read: \(error)")
+            Log.warning("the sidecar \(file.name) is kept, but it cannot be read: \(error)")
         }
         let photos = (try? library.read { try $0.assets(showingIn: file.dirIno, named: file.name) }) ?? []
         sidecarChanged(photos) { tx in try tx.setSidecarReading(id, reading) }
