@@ -20,10 +20,6 @@ public enum GeneratedMedia {
     public static func make(in folder: String) throws -> [String] {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         func path(_ name: String) -> String { folder + "/" + name }
-        func run(_ tool: String, _ arguments: [String]) throws {
-            let result = try Processes.run(tool, arguments)
-            guard result.ok else { throw GenerationError(message: "\(tool) \(arguments.joined(separator: " ")): \(result.stderr)") }
-        }
         let exiftool = ["-q", "-q", "-overwrite_original"]
 
         try run("cp", [source, path("xmp-date.jpg")])
@@ -66,10 +62,6 @@ public enum GeneratedMedia {
     public static func makeOtherFormats(in folder: String) throws -> [String] {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         func path(_ name: String) -> String { folder + "/" + name }
-        func run(_ tool: String, _ arguments: [String]) throws {
-            let result = try Processes.run(tool, arguments)
-            guard result.ok else { throw GenerationError(message: "\(tool) \(arguments.joined(separator: " ")): \(result.stderr)") }
-        }
         try run("vips", ["copy", source, path("webp.webp")])
         try run("vips", ["heifsave", source, path("avif.avif"), "--compression", "av1"])
         let clip = Samples.directory + "/videos/clip-2021-03-05.mp4"
@@ -78,6 +70,12 @@ public enum GeneratedMedia {
         try run("ffmpeg", ["-v", "error", "-y", "-i", clip, "-c:v", "copy", "-c:a", "aac"] + created + [path("clip.3gp")])
         try run("ffmpeg", ["-v", "error", "-y", "-i", clip, "-c", "copy", path("clip.avi")])
         return ["webp.webp", "avif.avif", "clip.m4v", "clip.3gp", "clip.avi"].map(path)
+    }
+
+    /// Runs a tool that makes a file; its failure, with what it said, stops the test.
+    private static func run(_ tool: String, _ arguments: [String]) throws {
+        let result = try Processes.run(tool, arguments)
+        guard result.ok else { throw GenerationError(message: "\(tool) \(arguments.joined(separator: " ")): \(result.stderr)") }
     }
 
     public struct GenerationError: Error, CustomStringConvertible {
