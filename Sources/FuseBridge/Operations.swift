@@ -67,6 +67,12 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             }
         }
     }
+    ops.lseek = { req, ino, offset, whence, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "lseek \(ino)") {
+            fuse_reply_lseek(req, off_t(try b.fs.seek(handle: shim_fi_fh(fi), offset: Int64(offset), whence: whence)))
+        }
+    }
     ops.release = { req, _, fi in
         Bridge.from(req).fs.release(handle: shim_fi_fh(fi))
         fuse_reply_err(req, 0)

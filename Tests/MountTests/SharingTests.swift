@@ -181,7 +181,7 @@ final class SharingTests: XCTestCase {
         defer { samba.stop() }
         let suites = ["smb2.create", "smb2.read", "smb2.rw", "smb2.getinfo", "smb2.setinfo", "smb2.delete-on-close-perms",
                       "smb2.streams", "smb2.ea", "smb2.dosmode", "smb2.mkdir", "smb2.fileid", "smb2.charset", "smb2.rename",
-                      "smb2.timestamps", "smb2.lock", "smb2.sharemode", "smb2.dir"]
+                      "smb2.timestamps", "smb2.lock", "smb2.sharemode", "smb2.dir", "smb2.ioctl"]
         func outcomes(_ share: String) throws -> [String: String] {
             let run = try Processes.run("smbtorture", ["//127.0.0.1/\(share)", "-p", String(samba.port), "-U%", "--fullname"] + suites,
                                         timeout: 900)

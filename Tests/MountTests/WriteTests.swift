@@ -161,6 +161,43 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// A sparse file's data and holes (`lseek` with `SEEK_DATA` and `SEEK_HOLE`, which
+    /// `cp` and Samba's allocated-ranges query use) are found as in a plain directory on
+    /// the library's disk, while it is written and after: the kernel asks the daemon, and
+    /// without an answer it took every byte for data (smbtorture's `smb2.ioctl`).
+    func testHolesOfASparseFileAreFoundAsInAPlainDirectory() throws {
+        let plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        try sh("mkdir Albums/Sparse")
+        let script = """
+            import ctypes, os, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+            def seek(fd, offset, whence):
+                try:
+                    return os.lseek(fd, offset, whence)
+                except OSError as e:
+                    return 'errno %d' % e.errno
+            def probe(fd):
+                return [seek(fd, o, w) for o in (0, 1 << 20, (2 << 20) + 10, 5 << 20) for w in (os.SEEK_DATA, os.SEEK_HOLE)]
+            path = os.path.join(sys.argv[1], 'sparse.bin')
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            os.ftruncate(fd, 4 << 20)
+            os.pwrite(fd, b'x' * 10000, 2 << 20)
+            print('open', probe(fd))
+            assert libc.fallocate(fd, 3, (2 << 20) + 4096, 4096) == 0  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+            print('punched', probe(fd))
+            os.close(fd)
+            fd = os.open(path, os.O_RDONLY)
+            print('reopened', probe(fd))
+            """
+        let there = try Processes.run("python3", ["-c", script, plain])
+        XCTAssertTrue(there.ok, there.stderr)
+        XCTAssertTrue(there.stdout.contains("2097152"), there.stdout)
+        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Sparse"])
+        XCTAssertEqual(here.stdout, there.stdout, here.stderr)
+    }
+
     /// Python's tempfile.TemporaryFile in an album (O_TMPFILE is not offered, so it
     /// creates, unlinks and keeps using the file), and a shell holding a removed file.
     func testTemporaryFilesRemovedWhileOpenWork() throws {

@@ -415,6 +415,19 @@ extension FileSystem {
     /// kernel has agreed to it at INIT.
     public func enablePassthrough(_ files: any BackingFiles) { handles.enablePassthrough(files) }
 
+    /// `lseek` with `SEEK_DATA` or `SEEK_HOLE` (the kernel answers the others itself):
+    /// asked of the bytes the handle reads, so that a sparse file's holes show as on the
+    /// disk below (`cp` skips them; Samba's allocated-ranges query reports them, which
+    /// smbtorture's `smb2.ioctl` found missing). A daemon that does not answer makes the
+    /// kernel take every byte for data. Every read and write names its offset, so moving
+    /// the descriptor's own position here disturbs nothing.
+    public func seek(handle: UInt64, offset: Int64, whence: Int32) throws -> Int64 {
+        let source = try read(handle: handle, size: 0, offset: offset)
+        let position = Glibc.lseek(source.file.raw, off_t(offset), whence)
+        guard position >= 0 else { throw FSError(errno, "lseek of handle \(handle) at \(offset)", logged: false) }
+        return Int64(position)
+    }
+
     public func read(handle: UInt64, size: Int, offset: Int64) throws -> ReadSource {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "read of an unknown handle \(handle)") }
         switch file.state {
