@@ -426,6 +426,16 @@ final class WriteTests: MountTestCase {
         try refused("ln Albums/A/DSCN0010.jpg 'Smart Albums/Recently Deleted/x.jpg'", "Operation not permitted",
                     log: "cannot link x.jpg into Smart Albums/Recently Deleted/")
         try refused("rmdir 'All Photos'", "Operation not permitted", log: "cannot remove All Photos: it is a fixed folder")
+        // Folders of the views: no album moves into them, none of theirs moves or goes.
+        try sh("mkdir Albums/B")
+        for view in ["Favorites", "Hidden", "Recently Deleted"] {
+            try refused("mv Albums/B 'Smart Albums/\(view)/'", "Operation not permitted",
+                        log: "cannot move album B into Smart Albums/\(view)/: albums live in Albums/")
+        }
+        try refused("rmdir 'By Date/2008/2008-10'", "Operation not permitted", log: "cannot remove 2008-10: it is a fixed folder")
+        try refused("mv 'By Date/2008' Albums/", "Operation not permitted", log: "cannot move 2008: it is a fixed folder")
+        try refused("mkdir 'By Date/1999'", "Operation not permitted", log: "cannot make folder 1999 in a date view")
+        try refused("rmdir 'Smart Albums/Videos'", "Operation not permitted", log: "cannot remove Videos: it is a fixed folder")
         try refused("cp \(q(Samples.directory))/extras/notes.txt Albums/A/DSCN0010.jpg", "Invalid argument",
                     log: "refused the new bytes of DSCN0010.jpg: not a supported photo or video (looks like text); the photo is unchanged")
         try sh("rm 'All Photos/DSCN0010.jpg'")
