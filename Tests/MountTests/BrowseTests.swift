@@ -68,7 +68,9 @@ final class BrowseTests: XCTestCase {
         XCTAssertTrue(attrs.contains("user.albumfs.capture_date=\"2021-04-11T15:47:53-05:00\""), attrs)
         XCTAssertTrue(attrs.contains("user.albumfs.camera=\"Apple iPhone 11 Pro Max\""), attrs)
         XCTAssertTrue(attrs.contains("user.albumfs.width=\"2566\""), attrs)
+        XCTAssertTrue(attrs.contains("user.albumfs.height=\"3313\""), attrs)
         XCTAssertTrue(attrs.contains("user.albumfs.latitude=\"39.0513444\""), attrs)
+        XCTAssertTrue(attrs.contains("user.albumfs.longitude=\"-94.2887722\""), attrs)
         XCTAssertTrue(attrs.contains("user.albumfs.sha256=\"d9b9ebe21c4127080414f2b86f6ecb900dc2ca902be82b39be93b61ccb622680\""), attrs)
     }
 
