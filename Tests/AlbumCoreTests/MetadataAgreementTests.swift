@@ -91,6 +91,26 @@ final class MetadataAgreementTests: XCTestCase {
         }
     }
 
+    /// A photo whose only date is one of XMP's other two (PRODUCT.md section 1, "XMP
+    /// `DateTimeOriginal`/`CreateDate` embedded"; Photoshop's `DateCreated` too) is dated
+    /// by it, as exiftool reads it, with its offset.
+    func testXMPsOtherDatesDateAPhotoWithoutEXIF() throws {
+        let temp = TempDirectory()
+        defer { temp.remove() }
+        let library = try Library.create(at: temp.sub("lib"))
+        for (tag, name) in [("-XMP-xmp:CreateDate", "xmp-create.jpg"), ("-XMP-photoshop:DateCreated", "photoshop-created.jpg")] {
+            let path = temp.sub(name)
+            try FileManager.default.copyItem(atPath: Samples.directory + "/photos/jpg/gps/DSCN0010.jpg", toPath: path)
+            XCTAssertTrue(try Processes.run("exiftool", ["-q", "-q", "-overwrite_original", "-all=", path]).ok)
+            XCTAssertTrue(try Processes.run("exiftool", ["-q", "-q", "-overwrite_original", "\(tag)=2017:03:04 05:06:07+05:30", path]).ok)
+            XCTAssertEqual(try Processes.run("exiftool", ["-s3", "-DateTimeOriginal", path]).stdout, "", "\(name) has no DateTimeOriginal")
+            let asset = try XCTUnwrap(try library.importFile(at: path, originalName: name, destination: .library).asset, name)
+            XCTAssertEqual(asset.takenSource, .xmp, name)
+            XCTAssertEqual(wallClock(of: asset), "2017:03:04 05:06:07", name)
+            XCTAssertEqual(asset.takenOffset, 330, name)
+        }
+    }
+
     /// The wall clock of the capture, on its own clock, as EXIF writes it.
     private func wallClock(of asset: Asset) -> String {
         let offset = asset.takenOffset ?? Dates.localOffsetMinutes(atInstant: asset.takenAt)
