@@ -126,6 +126,34 @@ final class PermissionTests: XCTestCase {
         mount.unmount()
     }
 
+    /// The desktop trash under allow_other (PRODUCT.md section 6): a user of the mount's
+    /// group who is not its owner trashes a photo as a file manager does (their own
+    /// `.Trash-UID` at the top of the mount, a `.trashinfo`, the photo moved into
+    /// `files/`): it goes to Recently Deleted, and moved back it returns to its album.
+    func testAnotherUsersDesktopTrashSendsPhotosToRecentlyDeletedAndBack() throws {
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "gid=65534", "umask=002"])
+        let m = mount.mountpoint
+        func asMember(_ command: String) throws -> Processes.Result {
+            try Processes.run("setpriv", ["--reuid=1000", "--regid=65534", "--clear-groups", "/bin/sh", "-c", "cd \(q(m)) && \(command)"])
+        }
+        let trashed = try asMember("""
+            mkdir -p .Trash-1000/files .Trash-1000/info \
+            && printf '[Trash Info]\\nPath=Albums/A/DSCN0010.jpg\\nDeletionDate=2026-12-04T17:00:00\\n' > .Trash-1000/info/DSCN0010.jpg.trashinfo \
+            && mv Albums/A/DSCN0010.jpg .Trash-1000/files/ && ls .Trash-1000/files
+            """)
+        XCTAssertEqual(trashed.stdout, "DSCN0010.jpg\n", trashed.stderr)
+        XCTAssertEqual(try Processes.shell("stat -c '%u %a' \(q(m))/.Trash-1000").stdout, "1000 700\n")
+        XCTAssertEqual(try Processes.shell("ls \(q(m))/Albums/A \(q(m))/'Smart Albums/Recently Deleted'").stdout,
+                       "\(m)/Albums/A:\n\n\(m)/Smart Albums/Recently Deleted:\nDSCN0010.jpg\n")
+        // Someone else cannot look into that user's trash.
+        XCTAssertTrue(try asNobody("ls \(q(m))/.Trash-1000 2>&1").stdout.contains("Permission denied"))
+        let restored = try asMember("mv .Trash-1000/files/DSCN0010.jpg Albums/A/ && rm .Trash-1000/info/DSCN0010.jpg.trashinfo && echo ok")
+        XCTAssertEqual(restored.stdout, "ok\n", restored.stderr)
+        XCTAssertEqual(try Processes.shell("ls \(q(m))/Albums/A \(q(m))/'Smart Albums/Recently Deleted'").stdout,
+                       "\(m)/Albums/A:\nDSCN0010.jpg\n\n\(m)/Smart Albums/Recently Deleted:\n")
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+    }
+
     /// `umask=` works as the shell's umask does: with umask=002 the mount's group (a
     /// Samba or NFS service user in it) may make albums and add photos, everyone else
     /// may not; `chmod` of a folder that is not an album is kept, across a remount.
