@@ -203,6 +203,30 @@ final class ReliabilityTests: MountTestCase {
         XCTAssertEqual(try sh("echo again > Albums/A/notes.txt && cat Albums/A/notes.txt").stdout, "again\n")
     }
 
+    /// A plain file's count of its names (hard links) that disagrees with its names, and a
+    /// name whose file is gone (rows edited by hand, or a library restored in part): named
+    /// by `check`, set right by `check --repair`.
+    func testAPlainFilesCountOfNamesIsCheckedAndRepaired() throws {
+        try start()
+        try sh("echo words > Albums/A/notes.txt && ln Albums/A/notes.txt Albums/A/again.txt")
+        let ino = try sh("stat -c %i Albums/A/notes.txt").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let folder = try sh("stat -c %i Albums/A").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        mount.unmount()
+        try Processes.shell("""
+            sqlite3 \(q(lib + "/library.db")) "UPDATE plain_files SET links = 5 WHERE id = \(ino); \
+            INSERT INTO plain_files(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns, link_of) VALUES (99999999, \(folder), 'ghost.txt', 'ghost.txt', 0, 0, 0, 88888888)"
+            """)
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 1, check.stdout)
+        XCTAssertTrue(check.stdout.contains("plain file \(ino): link count 5, but 2 names"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("the name ghost.txt (99999999) is a link to a plain file that is gone"), check.stdout)
+        let repair = try Processes.albumfs("check", "--repair", lib)
+        XCTAssertEqual(repair.status, 0, repair.stdout)
+        XCTAssertTrue(try Processes.albumfs("check", lib).ok)
+        try mount.start()
+        XCTAssertEqual(try sh("ls -A Albums/A && stat -c %h Albums/A/notes.txt && cat Albums/A/again.txt").stdout, "again.txt\nnotes.txt\n2\nwords\n")
+    }
+
     /// A photo whose original is missing, renamed over another photo: EIO, as its reads
     /// are, and the other photo unchanged (a review found EAGAIN, "try again", which
     /// cannot help with one host).

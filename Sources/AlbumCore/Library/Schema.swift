@@ -242,6 +242,15 @@ enum Schema {
             UPDATE assets SET links = links + 1 WHERE id = NEW.asset_id;
         END;
         """,
+        // 10: hard links of plain files (`ln`, `cp -al`, `rsync -H` in an album). A second
+        // name of a plain file is a row of its own (its folder, its name) whose `link_of`
+        // is the file's row: the file's number, bytes, mode, times and xattrs are that
+        // row's, which counts its names in `links`. A link row's other columns are unused.
+        """
+        ALTER TABLE plain_files ADD COLUMN link_of INTEGER;
+        ALTER TABLE plain_files ADD COLUMN links INTEGER NOT NULL DEFAULT 1;
+        CREATE INDEX plain_files_links ON plain_files(link_of) WHERE link_of IS NOT NULL;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -146,7 +146,7 @@ extension Library {
         // Plain files whose own bytes file is gone: every lookup of the name fails (EIO),
         // so the name cannot even be removed through the mount; --repair removes it.
         let plainFiles = try read { r in
-            try r.db.query("SELECT id, name FROM plain_files WHERE blob_sha256 IS NULL AND unfinished = 0") { ($0.int64(0), $0.text(1)) }
+            try r.db.query("SELECT id, name FROM plain_files WHERE blob_sha256 IS NULL AND unfinished = 0 AND link_of IS NULL") { ($0.int64(0), $0.text(1)) }
         }
         for (id, name) in plainFiles where try self.files.status(.plainFile(id)) == nil {
             // Removed meanwhile (check runs beside a mount, or another host's)?
@@ -159,18 +159,36 @@ extension Library {
             }
         }
 
-        // Derived counters.
-        let drift = try read { r in
-            try r.db.query("SELECT a.id, a.links, (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id) FROM assets a WHERE a.links != (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id)") {
-                ($0.int64(0), $0.int(1), $0.int(2))
+        // Derived counters: each asset's count of its memberships, each plain file's of
+        // its names (hard links).
+        func recount(_ what: String, in table: String, of names: String, _ sql: String) throws {
+            let drift = try read { r in try r.db.query(sql) { ($0.int64(0), $0.int(1), $0.int(2)) } }
+            for (id, stored, actual) in drift {
+                report.problems.append("\(what) \(id): link count \(stored), but \(actual) \(names)")
+                if repair {
+                    try write { tx in try tx.db.run("UPDATE \(table) SET links = ? WHERE id = ?", actual, id) }
+                    report.repairs.append("\(what) \(id): link count set to \(actual)")
+                }
             }
         }
-        for (id, stored, actual) in drift {
-            report.problems.append("asset \(id): link count \(stored), but \(actual) memberships")
-            if repair {
-                try write { tx in try tx.db.run("UPDATE assets SET links = ? WHERE id = ?", actual, id) }
-                report.repairs.append("asset \(id): link count set to \(actual)")
+        try recount("asset", in: "assets", of: "memberships", """
+            SELECT a.id, a.links, (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id) FROM assets a
+            WHERE a.links != (SELECT count(*) FROM memberships m WHERE m.asset_id = a.id)
+            """)
+        try recount("plain file", in: "plain_files", of: "names", """
+            SELECT p.id, p.links, 1 + (SELECT count(*) FROM plain_files n WHERE n.link_of = p.id) FROM plain_files p
+            WHERE p.link_of IS NULL AND p.links != 1 + (SELECT count(*) FROM plain_files n WHERE n.link_of = p.id)
+            """)
+        // Names whose file is gone.
+        let orphanLinks = try read { r in
+            try r.db.query("SELECT id, name FROM plain_files n WHERE link_of IS NOT NULL AND link_of NOT IN (SELECT id FROM plain_files WHERE link_of IS NULL)") {
+                "\($0.text(1)) (\($0.int64(0)))"
             }
+        }
+        report.problems += orphanLinks.map { "the name \($0) is a link to a plain file that is gone" }
+        if repair && !orphanLinks.isEmpty {
+            try write { tx in try tx.db.run("DELETE FROM plain_files WHERE link_of IS NOT NULL AND link_of NOT IN (SELECT id FROM plain_files WHERE link_of IS NULL)") }
+            report.repairs.append("removed \(orphanLinks.count) name(s) of plain files that were gone")
         }
         let danglingAlbums = try read { r in
             // The desktop trash folders live at the root of the mount (parent -1).
@@ -182,7 +200,7 @@ extension Library {
             report.repairs.append("moved \(danglingAlbums.count) album(s) with a missing parent to the top of Albums/")
         }
         if repair {
-            report.problems.removeAll { $0.contains("link count") || $0.contains("missing parent") }
+            report.problems.removeAll { $0.contains("link count") || $0.contains("missing parent") || $0.contains("a link to a plain file that is gone") }
         }
         return report
     }

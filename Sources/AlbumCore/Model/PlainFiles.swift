@@ -22,8 +22,18 @@ public struct PlainFile: Sendable, Equatable {
     public var blobSHA256: String?
     /// Created through the mount and not closed yet.
     public var unfinished: Bool
+    /// The row of the name it was found by (`dirIno`, `name`): `id` for the name it was
+    /// made with, another for each hard link (`ln`) made since. Every name shows the
+    /// file: its number, bytes, mode, times and xattrs are those of row `id`.
+    public var entry: Int64
+    /// How many names it has (`st_nlink`).
+    public var links: Int
 
-    static let columns = "id, dir_ino, name, mode, mtime_ns, changed_ns, blob_sha256, unfinished"
+    /// The columns `init(row:)` reads, from `PlainFile.rows`: `n` is a name's row, `p`
+    /// the file's.
+    static let columns = "p.id, n.dir_ino, n.name, p.mode, p.mtime_ns, p.changed_ns, p.blob_sha256, p.unfinished, n.id, p.links"
+    /// Every name's row joined with its file's.
+    static let rows = "plain_files n JOIN plain_files p ON p.id = coalesce(n.link_of, n.id)"
 
     init(row: Row) {
         id = row.int64(0)
@@ -34,7 +44,13 @@ public struct PlainFile: Sendable, Equatable {
         changedNs = row.int64(5)
         blobSHA256 = row.optionalText(6)
         unfinished = row.bool(7)
+        entry = row.int64(8)
+        links = Int(row.int64(9))
     }
+
+    /// It has other names than this one: it stays a plain file under every name (its
+    /// bytes never become a photo, which would be another file with another number).
+    public var isLinked: Bool { links > 1 }
 
     /// Where its bytes are.
     public var bytes: LibraryPath { blobSHA256.map(LibraryPath.blob) ?? .plainFile(id) }
@@ -50,21 +66,32 @@ public struct PlainFile: Sendable, Equatable {
 // MARK: - reads
 
 extension LibraryRecords {
+    /// The file numbered `id`, under the name it was made with (or has since, when that
+    /// one went while links remained).
     public func plainFile(id: Int64) throws -> PlainFile? {
-        try db.first("SELECT \(PlainFile.columns) FROM plain_files WHERE id = ?", id, map: PlainFile.init)
+        try db.first("SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.id = ? AND n.link_of IS NULL", id, map: PlainFile.init)
     }
 
     public func plainFile(named name: String, in dirIno: UInt64) throws -> PlainFile? {
-        try db.first("SELECT \(PlainFile.columns) FROM plain_files WHERE dir_ino = ? AND name_key = ?",
+        try db.first("SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.dir_ino = ? AND n.name_key = ?",
                      Int64(bitPattern: dirIno), Names.key(name), map: PlainFile.init)
     }
 
-    /// Plain files of a folder by id, after id `after`.
+    /// The names of a folder that are plain files, by their rows (`entry`), after row
+    /// `after`.
     public func plainFiles(in dirIno: UInt64, after: Int64 = 0, limit: Int = Int.max) throws -> [PlainFile] {
-        try db.query("SELECT \(PlainFile.columns) FROM plain_files WHERE dir_ino = ? AND id > ? ORDER BY id LIMIT ?",
+        try db.query("SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.dir_ino = ? AND n.id > ? ORDER BY n.id LIMIT ?",
                      Int64(bitPattern: dirIno), after, limit, map: PlainFile.init)
     }
 
+    /// Every name of the file numbered `id`, the one it was made with first.
+    public func names(ofPlainFile id: Int64) throws -> [PlainFile] {
+        try db.query("SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.id = ? OR n.link_of = ? ORDER BY n.link_of IS NOT NULL, n.id",
+                     id, id, map: PlainFile.init)
+    }
+
+    /// Every row's number: the files' (whose bytes are `plainFile(id)`) and their other
+    /// names' (which have no bytes).
     func allPlainFileIDs() throws -> [Int64] {
         try db.query("SELECT id FROM plain_files") { $0.int64(0) }
     }
@@ -95,31 +122,70 @@ extension Transaction {
         return try plainFile(id: id)!
     }
 
-    /// Removes a plain file's row; the caller removes its bytes once this commits.
-    /// `becomingPhoto`: its number lives on as a photo's, and so do its attributes.
+    /// Removes a plain file, every name of it; the caller removes its bytes once this
+    /// commits. `becomingPhoto`: its number lives on as a photo's, and so do its
+    /// attributes (a file with several names never becomes one).
     @discardableResult
     public func deletePlainFile(_ id: Int64, becomingPhoto: Bool = false) throws -> PlainFile {
         guard let file = try plainFile(id: id) else { throw LibraryError.notFound("plain file \(id)") }
-        try db.run("DELETE FROM plain_files WHERE id = ?", id)
+        for other in try names(ofPlainFile: id) where other.entry != id { try touchFolder(other.dirIno) }
+        try db.run("DELETE FROM plain_files WHERE id = ? OR link_of = ?", id, id)
         if !becomingPhoto { try db.run("DELETE FROM xattrs WHERE ino = ?", id) }
         try touchFolder(file.dirIno)
         return file
     }
 
-    /// Moves or renames a plain file. A plain file of that name at the target is replaced
-    /// (rename(2)) and returned, for the caller to remove its bytes; any other entry there
-    /// is the caller's business.
+    /// rm of one name of a plain file (`file` as found by that name). Returns the file
+    /// when that was its last name, for the caller to remove its bytes once this
+    /// commits; nil when other names keep it. The name it was made with going first, the
+    /// oldest link takes its place in the file's row.
     @discardableResult
-    public func movePlainFile(_ id: Int64, to dirIno: UInt64, name: String) throws -> PlainFile? {
+    public func removePlainName(_ file: PlainFile) throws -> PlainFile? {
+        guard file.isLinked else { return try deletePlainFile(file.id) }
+        if file.entry != file.id {
+            try db.run("DELETE FROM plain_files WHERE id = ? AND link_of = ?", file.entry, file.id)
+        } else {
+            guard let next = try names(ofPlainFile: file.id).first(where: { $0.entry != file.id }) else {
+                throw LibraryError.notFound("a link of plain file \(file.id)")
+            }
+            try db.run("DELETE FROM plain_files WHERE id = ?", next.entry)
+            try db.run("UPDATE plain_files SET dir_ino = ?, name = ?, name_key = ? WHERE id = ?",
+                       Int64(bitPattern: next.dirIno), next.name, Names.key(next.name), file.id)
+        }
+        try db.run("UPDATE plain_files SET links = links - 1, changed_ns = ? WHERE id = ?", nowNanoseconds(), file.id)
+        try touchFolder(file.dirIno)
+        return nil
+    }
+
+    /// ln of a plain file (`file`): a second name for it, `name` in folder `dirIno`,
+    /// which must be free (the caller checks every kind of entry there).
+    public func linkPlainFile(_ file: PlainFile, to dirIno: UInt64, name: String) throws {
         try Names.validate(name)
-        guard let file = try plainFile(id: id) else { throw LibraryError.notFound("plain file \(id)") }
+        if try plainFile(named: name, in: dirIno) != nil { throw LibraryError.exists(name) }
+        try makeWayForPlainFile(named: name, in: dirIno)
+        try db.run("""
+            INSERT INTO plain_files(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns, link_of)
+            VALUES (?, ?, ?, ?, 0, 0, 0, ?)
+            """, try allocateID(), Int64(bitPattern: dirIno), name, Names.key(name), file.id)
+        try db.run("UPDATE plain_files SET links = links + 1, changed_ns = ? WHERE id = ?", nowNanoseconds(), file.id)
+        try touchFolder(dirIno)
+    }
+
+    /// Moves or renames one name of a plain file (`file` as found by that name). A plain
+    /// file's name there is replaced (rename(2)): the file it named is returned when that
+    /// was its last name, for the caller to remove its bytes. Any other entry there is the
+    /// caller's business.
+    @discardableResult
+    public func movePlainFile(_ file: PlainFile, to dirIno: UInt64, name: String) throws -> PlainFile? {
+        try Names.validate(name)
         var replaced: PlainFile?
-        if let other = try plainFile(named: name, in: dirIno), other.id != id {
-            replaced = try deletePlainFile(other.id)
+        if let other = try plainFile(named: name, in: dirIno), other.entry != file.entry {
+            replaced = try removePlainName(other)
         }
         try makeWayForPlainFile(named: name, in: dirIno)
-        try db.run("UPDATE plain_files SET dir_ino = ?, name = ?, name_key = ?, changed_ns = ? WHERE id = ?",
-                   Int64(bitPattern: dirIno), name, Names.key(name), nowNanoseconds(), id)
+        try db.run("UPDATE plain_files SET dir_ino = ?, name = ?, name_key = ? WHERE id = ?",
+                   Int64(bitPattern: dirIno), name, Names.key(name), file.entry)
+        try db.run("UPDATE plain_files SET changed_ns = ? WHERE id = ?", nowNanoseconds(), file.id)
         try touchFolder(file.dirIno)
         try touchFolder(dirIno)
         return replaced
@@ -150,8 +216,9 @@ extension Transaction {
     func discardUnfinishedPlainFiles() throws -> [PlainFile] {
         // This host's only (the mark is a literal: SQLite's partial index on
         // `unfinished = 1` serves it).
-        let files = try db.query("SELECT \(PlainFile.columns) FROM plain_files WHERE unfinished = \(library.unfinishedMark)",
-                                 map: PlainFile.init)
+        let files = try db.query("""
+            SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.unfinished = \(library.unfinishedMark)
+            """, map: PlainFile.init)
         for file in files { try deletePlainFile(file.id) }
         return files
     }

@@ -78,7 +78,7 @@ extension LibraryRecords {
         for (dir, name) in try places(of: asset) {
             let keys = Sidecars.candidateKeys(for: name)
             let files = try db.query("""
-                SELECT \(PlainFile.columns) FROM plain_files WHERE dir_ino = ? AND name_key IN (\(keys.map { _ in "?" }.joined(separator: ", ")))
+                SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.dir_ino = ? AND n.name_key IN (\(keys.map { _ in "?" }.joined(separator: ", ")))
                 """, bindings: [Int64(bitPattern: dir)] + keys, map: PlainFile.init)
             found += files.sorted { (keys.firstIndex(of: Names.key($0.name)) ?? 0) < (keys.firstIndex(of: Names.key($1.name)) ?? 0) }
         }
@@ -215,7 +215,8 @@ extension Transaction {
     @discardableResult
     func trashSidecars(of asset: Asset) throws -> [PlainFile] {
         var gone: [PlainFile] = []
-        for file in try sidecars(of: asset) where !(try sidecarIsClaimed(file.name, in: file.dirIno, besides: asset.id)) {
+        // A sidecar with other names (hard links) stays: those still show it.
+        for file in try sidecars(of: asset) where try !file.isLinked && !sidecarIsClaimed(file.name, in: file.dirIno, besides: asset.id) {
             try db.run("UPDATE plain_files SET trashed_with = ?, trashed_from = dir_ino, dir_ino = 0, name_key = ? WHERE id = ?",
                        asset.id, "\u{0}trashed \(file.id)", file.id)
             try touchFolder(file.dirIno)
@@ -228,8 +229,8 @@ extension Transaction {
     /// meanwhile comes back under the first free name (`IMG_1 (2).xmp`): nothing is lost.
     @discardableResult
     func restoreSidecars(of id: Int64) throws -> [PlainFile] {
-        let files = try db.query("SELECT \(PlainFile.columns), trashed_from FROM plain_files WHERE trashed_with = ?", id) {
-            (PlainFile(row: $0), UInt64(bitPattern: $0.int64(8)))
+        let files = try db.query("SELECT \(PlainFile.columns), n.trashed_from FROM \(PlainFile.rows) WHERE n.trashed_with = ?", id) {
+            (PlainFile(row: $0), UInt64(bitPattern: $0.int64(10)))
         }
         var back: [PlainFile] = []
         for (file, dir) in files {
@@ -250,7 +251,7 @@ extension Transaction {
     /// caller to remove their bytes.
     @discardableResult
     func deleteTrashedSidecars(of id: Int64) throws -> [PlainFile] {
-        let files = try db.query("SELECT \(PlainFile.columns) FROM plain_files WHERE trashed_with = ?", id, map: PlainFile.init)
+        let files = try db.query("SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.trashed_with = ?", id, map: PlainFile.init)
         for file in files {
             try db.run("DELETE FROM plain_files WHERE id = ?", file.id)
             try db.run("DELETE FROM xattrs WHERE ino = ?", file.id)

@@ -125,12 +125,15 @@ enum PostgresSchema {
             xmp TEXT COLLATE "C",
             trashed_with BIGINT,
             trashed_from BIGINT,
+            link_of BIGINT,
+            links BIGINT NOT NULL DEFAULT 1,
             UNIQUE(dir_ino, name_key)
         );
         CREATE INDEX plain_files_children ON plain_files(dir_ino, id);
         CREATE INDEX plain_files_blob ON plain_files(blob_sha256) WHERE blob_sha256 IS NOT NULL;
         CREATE INDEX plain_files_unfinished ON plain_files(unfinished) WHERE unfinished != 0;
         CREATE INDEX plain_files_trashed ON plain_files(trashed_with) WHERE trashed_with IS NOT NULL;
+        CREATE INDEX plain_files_links ON plain_files(link_of) WHERE link_of IS NOT NULL;
 
         CREATE TABLE xattrs(
             ino BIGINT NOT NULL,
@@ -226,6 +229,11 @@ enum PostgresSchema {
         8: modeNotify,
         // An identity column never hands a number out again: nothing to change.
         9: "SELECT 1;",
+        10: """
+            ALTER TABLE plain_files ADD COLUMN link_of BIGINT;
+            ALTER TABLE plain_files ADD COLUMN links BIGINT NOT NULL DEFAULT 1;
+            CREATE INDEX plain_files_links ON plain_files(link_of) WHERE link_of IS NOT NULL;
+            """,
     ]
 
     /// The library's schema version, or why the database holds no library.

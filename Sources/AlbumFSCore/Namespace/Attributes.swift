@@ -177,6 +177,7 @@ extension FileSystem {
         var a = fileAttributes(ino: UInt64(file.id), permissions: file.mode & 0o1777, size: size,
                                mtimeNs: mtime, ctimeNs: max(file.changedNs, file.blobSHA256 == nil ? st.changeNanoseconds : 0))
         a.blocks = file.blobSHA256 == nil ? Int64(st.st_blocks) : Attributes.blocks(forSize: Int64(st.st_size))
+        a.nlink = UInt32(max(1, file.links))
         if file.isSymlink {
             // As every Linux filesystem shows a link: 0777 whatever the umask (its
             // target's mode is what counts), its size the length of its target.

@@ -144,10 +144,11 @@ extension FileSystem {
                 }
                 for file in try r.plainFiles(in: ino, after: idAfter, limit: room) {
                     do {
-                        objects.append(DirectoryEntry(name: file.name, attributes: try attributes(of: file), cookie: Cookie.object(file.id)))
+                        // By its name's row: two names of one file (hard links) are two entries.
+                        objects.append(DirectoryEntry(name: file.name, attributes: try attributes(of: file), cookie: Cookie.object(file.entry)))
                     } catch {
                         // Listed all the same (a stat of it says what is wrong), never hidden.
-                        objects.append(DirectoryEntry(name: file.name, ino: UInt64(file.id), cookie: Cookie.object(file.id)))
+                        objects.append(DirectoryEntry(name: file.name, ino: UInt64(file.id), cookie: Cookie.object(file.entry)))
                     }
                 }
                 objects.sort { $0.cookie < $1.cookie }
@@ -176,8 +177,8 @@ extension FileSystem {
             // these levels, so the files take the photos' range, by id.
             for file in try r.plainFiles(in: ino, after: max(assetAfter, 0), limit: room) {
                 let attributes = try? attributes(of: file)
-                out.append(attributes.map { DirectoryEntry(name: file.name, attributes: $0, cookie: Cookie.asset(file.id)) }
-                           ?? DirectoryEntry(name: file.name, ino: UInt64(file.id), cookie: Cookie.asset(file.id)))
+                out.append(attributes.map { DirectoryEntry(name: file.name, attributes: $0, cookie: Cookie.asset(file.entry)) }
+                           ?? DirectoryEntry(name: file.name, ino: UInt64(file.id), cookie: Cookie.asset(file.entry)))
             }
         case .thumbnails(let parentIno):
             out += try thumbnailEntries(in: parentIno, after: assetAfter, limit: room, r)

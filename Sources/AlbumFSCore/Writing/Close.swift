@@ -273,9 +273,14 @@ extension FileSystem {
         if let clone = work.cloneOf {
             return try commitClone(clone, into: file, folder: folder, writer)
         }
-        // Most plain files can never become photos here: no need to read them.
-        if case .stayPlain = try destiny(of: "", name: file.name, folder: folder, over: nil),
+        // Most plain files can never become photos here: no need to read them. Nor can one
+        // with several names (hard links): it stays one file under all of them.
+        var staysPlain = file.isLinked
+        if !staysPlain, case .stayPlain = try destiny(of: "", name: file.name, folder: folder, over: nil),
            saves.vacatedBy(folder: folder.ino, name: file.name) == nil {
+            staysPlain = true
+        }
+        if staysPlain {
             if case .own(let fd) = work.bytes { try explained("cannot sync \(file.name)") { try fd.sync() } }
             try finishIfUnfinished(writer)
             readSidecarIfOne(id)
@@ -326,7 +331,9 @@ extension FileSystem {
     /// are copied into the plain file after all.
     private func commitClone(_ clone: Asset, into file: PlainFile, folder: Item, _ writer: Writer) throws -> Writer.Outcome {
         let fate = try destiny(of: clone.sha256, name: file.name, folder: folder, over: nil, preferring: clone.id)
-        if case .stayPlain = fate {
+        var staysPlain = file.isLinked
+        if case .stayPlain = fate { staysPlain = true }
+        if staysPlain {
             let source = try library.openBlob(of: clone)
             let target = try library.files.open(.plainFile(file.id), flags: O_WRONLY)
             try SystemCalls.copyAll(from: source, to: target, length: clone.size)

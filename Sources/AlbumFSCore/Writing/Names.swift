@@ -26,7 +26,7 @@ extension FileSystem {
         case .sharedThumbnail:
             return
         case .plain(let file):
-            try library.write { _ = try $0.deletePlainFile(file.id) }
+            try library.write { try $0.removePlainName(file) }
             removePlainBytes(file)
             afterChange(folders: [parent], entries: [(parent, name)])
             sidecarWent(named: file.name, in: parent)
@@ -205,13 +205,16 @@ extension FileSystem {
     // MARK: link
 
     /// ln of a photo: into an album (a membership), into Favorites or Hidden (marks it),
-    /// into All Photos (nothing changes); EPERM elsewhere.
+    /// into All Photos (nothing changes); EPERM elsewhere. ln of a plain file: a second
+    /// name for it, wherever a file may be created (`linkPlain`).
     public func link(ino: UInt64, newParent: UInt64, newName bytes: [UInt8]) throws -> Attributes {
         try checkWritable()
         let name = try validName(bytes)
-        guard case .asset(let asset)? = try item(ino) else { throw FSError.notPermitted("only photos and videos can be linked") }
+        let linked = try item(ino)
+        if case .plain(let file)? = linked { return try linkPlain(file, newParent: newParent, name: name) }
+        guard case .asset(let asset)? = linked else { throw FSError.notPermitted("only files can be linked") }
         if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted: restore it first") }
-        if Names.staysPlain(name) { throw FSError.notPermitted("a photo cannot be linked under a hidden, junk or sidecar name (\(name))") }
+        if Names.staysPlain(name) { return try linkAsPlainFile(asset, newParent: newParent, name: name) }
         let folder = try library.read { try self.folder(newParent, in: $0) }
         let effect = try Rules.link(into: Rules.Folder(folder), name: name, folderName: folder.displayName)
         if asset.hidden, effect != .hide {
@@ -232,6 +235,44 @@ extension FileSystem {
         let updated = try library.asset(id: asset.id) ?? asset
         afterChange(asset: updated, views: asset, folders: [newParent], entries: [(newParent, name)])
         return attributes(of: updated)
+    }
+
+    /// A hard link of a plain file (`ln`, `cp -al`, `rsync -H`, git's and mail tools'
+    /// atomic creates): one more name for the same file, as on any disk. Made wherever a
+    /// file may be created; the file then stays plain under every name
+    /// (docs/namespace.md, "Hard links").
+    private func linkPlain(_ file: PlainFile, newParent: UInt64, name: String) throws -> Attributes {
+        let folder = try library.read { try self.folder(newParent, in: $0) }
+        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        if (try occupant(in: folder, name: name)) != nil { throw FSError(EEXIST, "\(name) exists", logged: false) }
+        do {
+            try library.write { tx in
+                guard let current = try tx.plainFile(id: file.id) else { throw LibraryError.notFound(file.name) }
+                try tx.linkPlainFile(current, to: newParent, name: name)
+            }
+        } catch LibraryError.exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
+        invalidate([.attributes(UInt64(file.id))])  // its link count, under every name
+        afterChange(folders: [newParent], entries: [(newParent, name)])
+        guard let now = try library.plainFile(id: file.id) else { throw FSError.noEntry(file.name) }
+        return try attributes(of: now)
+    }
+
+    /// ln of a photo under a name that stays plain (hidden, junk, a sidecar's), as
+    /// `rsync -H`, `tar` and `cp -a` make when a tree has a photo under such a name too: a
+    /// plain file with the photo's bytes as they are now (its blob, shared: nothing is
+    /// copied), mode and mtime. A photo shows under names of albums only, so this name is
+    /// a file of its own: the photo's next versions do not change it (docs/namespace.md,
+    /// "Hard links").
+    private func linkAsPlainFile(_ asset: Asset, newParent: UInt64, name: String) throws -> Attributes {
+        let folder = try library.read { try self.folder(newParent, in: $0) }
+        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        if (try occupant(in: folder, name: name)) != nil { throw FSError(EEXIST, "\(name) exists", logged: false) }
+        let file = try library.write { tx in
+            try tx.createPlainFile(named: name, in: newParent, mode: asset.mode ?? Self.defaultFileMode, blob: asset.sha256,
+                                   mtimeNs: asset.mtimeNanoseconds)
+        }
+        afterChange(folders: [newParent], entries: [(newParent, name)])
+        return try attributes(of: file)
     }
 
     // MARK: symbolic links

@@ -79,7 +79,7 @@ extension FileSystem {
         // A hidden backup (`.P.jpg.bak`) is a plain file: renamed on, it ends its save too.
         saves.backupMoved(folder: from.ino, name: file.name)
         func plainMove() throws {
-            let replaced = try library.write { try $0.movePlainFile(file.id, to: to.ino, name: newName) }
+            let replaced = try library.write { try $0.movePlainFile(file, to: to.ino, name: newName) }
             if let replaced { removePlainBytes(replaced) }
             afterChange(folders: [from.ino, to.ino], entries: entries)
             // A sidecar renamed away gives back what it gave; one renamed into place
@@ -90,6 +90,12 @@ extension FileSystem {
         if file.isSymlink {
             // A link stays a link under any name; it is no photo's next version.
             if let over { throw FSError(EINVAL, "refused to put the link \(file.name) over \(over.name): a link is not a photo; both are unchanged") }
+            return try plainMove()
+        }
+        if file.isLinked {
+            // A file with other names stays one file under all of them: its bytes become
+            // no photo, which would be another file (docs/namespace.md, "Hard links").
+            if let over { throw FSError(EINVAL, "refused to put \(file.name) over \(over.name): it has other names (hard links), and a photo's next version cannot; both are unchanged") }
             return try plainMove()
         }
         // Most renames of plain files can never make a photo: no need to read the file.
@@ -119,7 +125,7 @@ extension FileSystem {
             let landed = try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
                                   explicitMtimeNs: file.explicitMtimeNs,
                                   mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777) { tx in
-                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 try tx.deletePlainFile(file.id, becomingPhoto: true)
             }
             if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
@@ -218,7 +224,7 @@ extension FileSystem {
         // album's entry may be named otherwise than the photo).
         let renamedThere = newName != asset.name && (sameFolder || Names.key(newName) != Names.key(name))
         try library.write { tx in
-            if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+            if let replacedPlain { try tx.removePlainName(replacedPlain) }
             var moved = false
             switch departure {
             case .leaveAlbum(let album):
@@ -294,7 +300,7 @@ extension FileSystem {
                                    writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
             let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: vacated),
                                   fileID: asset.id, explicitMtimeNs: nil, mode: asset.mode) { tx in
-                if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 if vanishes {
                     try tx.vanish(asset.id, into: photo.id)
                 } else if let restored {
@@ -376,7 +382,7 @@ extension FileSystem {
                     }
                 }
                 try library.write { tx in
-                    if let replacedPlain { try tx.deletePlainFile(replacedPlain.id) }
+                    if let replacedPlain { try tx.removePlainName(replacedPlain) }
                     try remove(asset, as: name, by: removal, tx)
                     let mode = asset.mode ?? Self.defaultFileMode
                     if let own {
@@ -415,7 +421,13 @@ extension FileSystem {
     }
 
     /// A plain file's own bytes, once its row is gone.
+    /// `file` lost a name: its bytes go when that was its last one (what an open handle
+    /// still needs stays, `keepAttributesIfOpen`); with names left, its link count changed.
     func removePlainBytes(_ file: PlainFile) {
+        if file.isLinked, (try? library.plainFile(id: file.id)) != nil {
+            invalidate([.attributes(UInt64(file.id))])
+            return
+        }
         keepAttributesIfOpen(file)
         if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
         writers.get(UInt64(file.id))?.removed()
