@@ -3,12 +3,14 @@
 directory and on an album, each step compared (the call's result or errno, then every
 name, type, size, mode and byte of both trees).
 
-    plain-oracle.py PLAIN ALBUM PHOTOS SEED STEPS [modes]
+    plain-oracle.py PLAIN ALBUM PHOTOS SEED STEPS [modes] [links]
 
 PLAIN and ALBUM are empty directories; PHOTOS is a folder of JPEGs. Exit 0 when both
 trees agreed after every step; 1 with the first difference on stdout. With `modes`,
 `chmod` by path and `fchmod` through handles are among the operations too (modes the
-mount's umask leaves alone); without it a seed plays the sequence it always played.
+mount's umask leaves alone); with `links`, hard links (`ln`), and each file's count of
+names is compared too (but a photo's: the album's counts its albums, which may be outside
+the tree). Without them a seed plays the sequence it always played.
 
 Three differences are the contract's, not defects, and are taken as they come: bytes that
 are no photo written into a photo, or renamed over one, are refused with EINVAL (the
@@ -20,6 +22,13 @@ photo bytes that a hidden file holds beside the photo are not renamed into anoth
 folder either). A photo opened only to read keeps reading the version it opened while a
 writer makes the next; reads through such a handle are not compared, nor is `fchmod`
 through it played (after a save by rename its file is, on a disk, the version replaced).
+
+A photo linked under a hidden name is a file of its own there, with the photo's bytes (a
+photo shows under album names only): the plain tree copies it. A photo linked under
+another name is not played: that is a membership, and a save over either name is the
+photo's next version under both, where a disk replaces the one name. A file with several names
+renamed over a photo is refused with EINVAL (it stays one file under all its names), as
+above.
 
 Bookkeeping that takes over 2 s (reading the album, closing the handles, copying the
 album) is said on stderr: the mount stalled. (The album is copied here, not with rsync,
@@ -34,7 +43,8 @@ import sys
 import time
 
 plain, album, photo_dir, seed, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-modes = sys.argv[6:] == ['modes']
+modes = 'modes' in sys.argv[6:]
+links = 'links' in sys.argv[6:]
 roots = (plain, album)
 rnd = random.Random(seed)
 photos = [open(os.path.join(photo_dir, n), 'rb').read() for n in sorted(os.listdir(photo_dir)) if n.lower().endswith('.jpg')]
@@ -141,7 +151,25 @@ def step():
     """One random operation: (description, function of a root)."""
     k = rnd.choice(['write'] * 3 + ['append', 'rename', 'rename', 'unlink', 'mkdir', 'rmdir', 'truncate', 'symlink',
                                     'read', 'save', 'copy', 'open', 'open', 'pwrite', 'pwrite', 'pread', 'close',
-                                    'ftruncate', 'mvdir'] + (['chmod', 'fchmod'] if modes else []))
+                                    'ftruncate', 'mvdir'] + (['chmod', 'fchmod'] if modes else [])
+                  + (['link', 'link'] if links else []))
+    if k == 'link':
+        a, b = pick(), pick()
+
+        decided = []  # whether `a` is a photo, asked before either tree changes
+
+        def link(root):
+            if not decided:
+                decided.append(album_photo(a))
+            if decided[0] and not os.path.basename(b).startswith('.'):
+                # A photo's second name is a membership: a save over either is the
+                # photo's next version under both, where a disk replaces one name.
+                return 'a photo: a membership, not played'
+            if root == plain and decided[0] and not os.path.lexists(at(plain, b)):
+                # A photo under a hidden name: a file of its own, with its bytes.
+                return shutil.copy2(at(root, a), at(root, b)) and None
+            return os.link(at(root, a), at(root, b), follow_symlinks=False)
+        return 'ln %s %s' % (a, b), link
     if k == 'chmod':
         rel, mode = pick(), rnd.choice([0o600, 0o640, 0o644, 0o700, 0o755])
         return 'chmod %o %s' % (mode, rel), lambda root: os.chmod(at(root, rel), mode)
@@ -251,6 +279,8 @@ def tree(root):
             else:
                 out[rel] = '%d bytes, mode %o, md5 %s' % (st.st_size, st.st_mode & 0o777,
                                                           hashlib.md5(open(full, 'rb').read()).hexdigest())
+                if links and not album_photo(os.path.relpath(full, root)):
+                    out[rel] += ', %d names' % st.st_nlink
     return out
 
 
@@ -285,7 +315,8 @@ def timed(what, function, *arguments):
 
 def copy_the_album():
     """The plain tree made the album's: emptied, then every folder, link and file copied
-    (bytes and mode)."""
+    (bytes and mode), names of one file linked."""
+    copied = {}  # the album's inode number: the plain tree's copy
     for name in os.listdir(plain):
         full = os.path.join(plain, name)
         if os.path.isdir(full) and not os.path.islink(full):
@@ -304,10 +335,14 @@ def copy_the_album():
                 os.chmod(os.path.join(there, name), os.stat(source).st_mode & 0o777)
         for name in files:
             source = os.path.join(folder, name)
-            if os.path.islink(source):
+            number = os.lstat(source).st_ino
+            if links and number in copied:
+                os.link(copied[number], os.path.join(there, name), follow_symlinks=False)
+            elif os.path.islink(source):
                 os.symlink(os.readlink(source), os.path.join(there, name))
             else:
                 shutil.copy2(source, os.path.join(there, name))
+            copied[number] = os.path.join(there, name)
 
 
 def take_the_albums():

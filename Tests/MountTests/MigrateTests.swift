@@ -85,7 +85,7 @@ final class MigrateTests: XCTestCase {
             && setfattr -n user.xdg.comment -v 'A caption' Albums/Trip/DSCN0025.jpg \
             && cat '\(gps)/DSCN0012.jpg' > Albums/Trip/DSCN0010.jpg && rm 'All Photos/DSCN0027.jpg' \
             && echo notes > Albums/Trip/notes.txt && printf '<x:xmpmeta xmlns:x="adobe:ns:meta/"/>' > Albums/Trip/DSCN0021.xmp \
-            && chmod 600 Albums/Trip/DSCN0025.jpg
+            && chmod 600 Albums/Trip/DSCN0025.jpg && ln Albums/Trip/notes.txt Albums/Other/notes-link.txt
             """)
         let inodeBefore = try FileManager.default.attributesOfItem(atPath: m + "/Albums/Trip/DSCN0021.jpg")[.systemFileNumber] as? Int
         // A mounted library is not migrated.
@@ -119,6 +119,8 @@ final class MigrateTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: p + "/Albums/Trip/DSCN0021.jpg")[.systemFileNumber] as? Int,
                        inodeBefore)
         XCTAssertEqual(try String(contentsOfFile: p + "/Albums/Trip/notes.txt", encoding: .utf8), "notes\n")
+        XCTAssertEqual(try sh("stat -c '%i %h' '\(p)/Albums/Trip/notes.txt' '\(p)/Albums/Other/notes-link.txt' | uniq").stdout.split(separator: " ").last,
+                       "2\n", "a hard link's two names: one file")
         try sh("cp '\(Samples.directory)/photos/jpg/gps/DSCN0010.jpg' '\(p)/Albums/Other/Again.jpg' && mkdir '\(p)/Albums/New'")
         pgMount.unmount()
         let onPostgres = try rows(lib)

@@ -73,6 +73,11 @@ final class SharingTests: XCTestCase {
         // Junk a Mac client leaves stays a plain file of the folder, out of the library.
         _ = try smb("cd Albums\\Tuscany; put \(Samples.directory)/photos/.DS_Store .DS_Store")
         XCTAssertEqual(try library.stats().assets, 3)
+        // A client's hard link (SMB2 FileLinkInformation) of a plain file: one file, two names.
+        _ = try smb("cd Albums\\Tuscany; put /etc/hostname notes.txt; hardlink notes.txt notes-2.txt")
+        XCTAssertEqual(try Processes.shell("stat -c '%i %h' '\(mount.path("Albums/Tuscany/notes.txt"))' '\(mount.path("Albums/Tuscany/notes-2.txt"))' | uniq | wc -l").stdout,
+                       "1\n")
+        XCTAssertEqual(try Processes.shell("stat -c %h '\(mount.path("Albums/Tuscany/notes-2.txt"))'").stdout, "2\n")
 
         // A second client reads while the first writes.
         let reader = Process()

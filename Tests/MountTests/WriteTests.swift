@@ -99,6 +99,78 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// Hard links, as `rsync -aH`, `tar`, `cp -a` and `cp -al` copy a tree that has them,
+    /// and `ln`: the album ends as the plain directory the same tool made, with the same
+    /// names sharing a file (text in two folders, a hidden file, a photo in two
+    /// folders), across a remount; a second `rsync -aH` changes nothing, and git clones a
+    /// repository in the album with its hard links. (The tree has no photo that is also
+    /// under a hidden name: which name a tool makes first decides what that becomes,
+    /// and tools take a folder's names in the disk's order, which differs between disks;
+    /// both orders are below, by hand.)
+    func testHardLinksArriveAsInAPlainDirectory() throws {
+        let source = temp.sub("linked")
+        try Processes.shell("""
+            mkdir -p \(q(source))/a \(q(source))/b && cd \(q(source)) && echo text > a/f && ln a/f b/g && ln a/f a/F2 \\
+            && cp \(q(gps))/DSCN0010.jpg a/IMG.jpg && ln a/IMG.jpg b/IMG2.jpg && echo hidden > .hidden \\
+            && ln .hidden b/visible.txt && touch -d '2021-05-01 12:00' a/f
+            """)
+        /// Each file's names that share it (by inode number), one line per file, sorted.
+        func sharing(_ root: String) throws -> String {
+            try Processes.shell("cd \(q(root)) && find . -type f -printf '%i %p\\n' | sort -k2 | awk '{g[$1]=g[$1]\" \"$2} END {for (k in g) print g[k]}' | sort").stdout
+        }
+        let plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        let tools = [("rsync", "rsync -aH \(q(source))/ DEST/"), ("tar", "mkdir DEST && tar -C \(q(source)) -cf - . | tar -C DEST -xf -"),
+                     ("cp", "cp -a \(q(source)) DEST")]
+        func compare(_ tool: String) throws {
+            XCTAssertEqual(Trees.differences(try Trees.snapshot(m + "/Albums/" + tool), try Trees.snapshot(plain + "/" + tool),
+                                             names: ("the album", "a plain directory")), [], tool)
+            XCTAssertEqual(try sharing(m + "/Albums/" + tool), try sharing(plain + "/" + tool), tool)
+            XCTAssertEqual(try sh("cd Albums/\(tool) && stat -c '%n %h %Y' a/f b/g a/F2 b/visible.txt .hidden").stdout,
+                           try Processes.shell("cd \(q(plain + "/" + tool)) && stat -c '%n %h %Y' a/f b/g a/F2 b/visible.txt .hidden").stdout, tool)
+        }
+        for (tool, command) in tools {
+            XCTAssertTrue(try Processes.shell(command.replacingOccurrences(of: "DEST", with: q(plain + "/" + tool))).ok)
+            try sh(command.replacingOccurrences(of: "DEST", with: "Albums/\(tool)"))
+            try compare(tool)
+        }
+        XCTAssertEqual(try sh("rsync -aHi \(q(source))/ Albums/rsync/").stdout, "", "a second rsync -aH transfers and changes nothing")
+        // cp -al: a tree of links to the album's files, inside the mount.
+        try sh("cp -al Albums/cp Albums/cp-linked")
+        XCTAssertTrue(try Processes.shell("cp -al \(q(plain))/cp \(q(plain))/cp-linked").ok)
+        try compare("cp-linked")
+        XCTAssertEqual(try sh("stat -c %h Albums/cp/a/f").stdout, "6\n", "three names in each tree")
+        // Written through one name, read through every other; each name removed in turn.
+        try sh("echo more >> Albums/cp-linked/b/g && rm Albums/cp/a/f")
+        XCTAssertEqual(try sh("cat Albums/cp/b/g Albums/cp-linked/a/F2 && stat -c %h Albums/cp/a/F2").stdout, "text\nmore\ntext\nmore\n5\n")
+        // The photo is one asset in every folder; the rest are files.
+        XCTAssertEqual(try library().stats().assets, 1)
+        XCTAssertEqual(try sh("ls 'All Photos' | wc -l").stdout, "1\n", "IMG.jpg or IMG2.jpg, whichever the first tool made first")
+        try sh("rm -r Albums/cp-linked")
+        XCTAssertEqual(try sh("cat Albums/cp/b/g && stat -c %h Albums/cp/b/g").stdout, "text\nmore\n2\n")
+        // A remount keeps every name of every file.
+        let before = try sharing(m + "/Albums")
+        mount.unmount()
+        try check()
+        try mountLibrary()
+        XCTAssertEqual(try sharing(m + "/Albums"), before)
+        for tool in ["rsync", "tar"] { try compare(tool) }
+        // A photo linked under a hidden name: a file of its own there with the photo's
+        // bytes (a photo shows under album names only). Photo bytes linked from a hidden
+        // file to a photo's name: one file under both names, and no photo.
+        try sh("mkdir Albums/h && cp \(q(gps))/DSCN0021.jpg Albums/h/P.jpg && ln Albums/h/P.jpg Albums/h/.P.jpg")
+        XCTAssertEqual(try sh("cd Albums/h && cmp P.jpg .P.jpg && stat -c '%n %h' P.jpg .P.jpg").stdout, "P.jpg 1\n.P.jpg 1\n")
+        try sh("cp \(q(gps))/DSCN0025.jpg Albums/h/.Q.jpg && ln Albums/h/.Q.jpg Albums/h/Q.jpg")
+        XCTAssertEqual(try sh("cd Albums/h && cmp Q.jpg .Q.jpg && stat -c '%n %h' Q.jpg .Q.jpg && ls").stdout, "Q.jpg 2\n.Q.jpg 2\nP.jpg\nQ.jpg\n")
+        XCTAssertEqual(try library().stats().assets, 2, "IMG.jpg, P.jpg")
+        // git clones a local repository with hard links to its objects.
+        try sh("mkdir Albums/git && cd Albums/git && git init -q repo && cd repo && echo x > README && git add README && git -c user.name=t -c user.email=t@t commit -qm one")
+        try sh("cd Albums/git && git clone -q repo clone && cd clone && git fsck --strict && git log --oneline | wc -l")
+        XCTAssertEqual(try sh("cd Albums/git && find repo/.git/objects clone/.git/objects -type f -links 2 | wc -l").stdout, "6\n",
+                       "the clone's objects are links to the repository's, as on a disk")
+        try check()
+    }
+
     /// The plain-directory oracle (Tests/Clients/plain-oracle.py): random sequences of
     /// writes, appends, saves by rename, copies, renames of files and folders, links and
     /// handles kept open across them, run in a plain directory and in an album and
@@ -112,7 +184,8 @@ final class WriteTests: MountTestCase {
     /// photo renamed to a name that stays plain while open for writing, nothing written);
     /// 1002 and 1046 play `chmod` and `fchmod` too (1046 found a save's mode); 3045 (a
     /// handle of a photo renamed to a plain name that was then removed) and 7060 (handles
-    /// of one file open through two numbers). Seed 3178 is not here: the `stat` it makes
+    /// of one file open through two numbers); 6, 11, 16 and 19 play `ln` too (the most
+    /// hard links of seeds 1–20). Seed 3178 is not here: the `stat` it makes
     /// right after a photo moves past its readers may come before the kernel drops the
     /// moved names (`OperationTableTests.aHandleOfAFileThatBecameAHeldPhotoChangesItForEveryPath`).
     func testRandomSequencesEndAsInAPlainDirectory() throws {
@@ -121,14 +194,17 @@ final class WriteTests: MountTestCase {
         // test: the daemon holds those copies at its end. And the thumbnails made ahead,
         // which start once imports are quiet, that is as this test ends, read blobs.
         mount.mayHoldAtEnd = [lib + "/staging/version-", lib + "/originals/"]
-        let seeds = (1...8).map({ ($0, 200, false) }) + [127, 136, 146, 148, 293, 421, 443, 483, 568, 3045, 7060].map({ ($0, 400, false) })
-            + [1002, 1046].map({ ($0, 400, true) })
-        for (seed, steps, modes) in seeds {
-            let plain = temp.sub("oracle-\(seed)")
+        // Seeds that play `ln` come before those that play `chmod`: a photo they write whose
+        // bytes a `chmod` seed's folder holds would arrive as that photo, with its mode.
+        let seeds = (1...8).map({ ($0, 200, [String]()) }) + [127, 136, 146, 148, 293, 421, 443, 483, 568, 3045, 7060].map({ ($0, 400, [String]()) })
+            + [6, 11, 16, 19].map({ ($0, 300, ["links"]) }) + [1002, 1046].map({ ($0, 400, ["modes"]) })
+        for (seed, steps, extra) in seeds {
+            let folder = "oracle-\(seed)" + extra.map { "-" + $0 }.joined()
+            let plain = temp.sub(folder)
             try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
-            try sh("mkdir Albums/oracle-\(seed)")
+            try sh("mkdir Albums/\(folder)")
             let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-oracle.py", plain,
-                                                    m + "/Albums/oracle-\(seed)", gps, "\(seed)", "\(steps)"] + (modes ? ["modes"] : []))
+                                                    m + "/Albums/\(folder)", gps, "\(seed)", "\(steps)"] + extra)
             // A stall is said on stderr, with what the daemon was logging then.
             if !run.stderr.isEmpty {
                 print("plain-oracle.py, seed \(seed):\n" + run.stderr + "\nthe daemon's log, last lines:\n"
