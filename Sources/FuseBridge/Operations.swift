@@ -192,6 +192,11 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
                 } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
                     changes.mtimeNs = storedNanoseconds(seconds: Int64(attr.pointee.st_mtim.tv_sec), nanoseconds: Int64(attr.pointee.st_mtim.tv_nsec))
                 }
+                if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 {
+                    changes.atimeNs = nowNanoseconds()
+                } else if toSet & FUSE_SET_ATTR_ATIME != 0 {
+                    changes.atimeNs = storedNanoseconds(seconds: Int64(attr.pointee.st_atim.tv_sec), nanoseconds: Int64(attr.pointee.st_atim.tv_nsec))
+                }
             }
             if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 { changes.owner = true }
             if fi != nil { changes.handle = shim_fi_fh(fi) }

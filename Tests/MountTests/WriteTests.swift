@@ -304,6 +304,30 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// Access times of plain files are kept as on a disk: `touch -a`, `cp -a` (which sets
+    /// them) and `utime` with both times, compared with a plain directory; reads leave
+    /// them, as on a disk mounted noatime. A photo's is its mtime (a library keeps no
+    /// access times); `touch -a` of it is accepted and changes nothing.
+    func testAccessTimesOfPlainFilesAreKeptAsInAPlainDirectory() throws {
+        let plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        let commands = """
+            echo words > f && touch -a -d '2020-01-02 03:04:05.123456789' f && touch -m -d '2021-01-01 10:00' f \
+            && stat -c '%n %x %y' f && cp -a f g && touch h && python3 -c "import os; os.utime('h', ns=(5_000_000_007, 6_000_000_008))" \
+            && stat -c '%n %x %y' g h && touch -a -d '2019-05-05' h && stat -c '%n %x %y' h
+            """
+        let there = try Processes.shell("cd \(q(plain)) && \(commands)")
+        XCTAssertTrue(there.ok, there.stderr)
+        try sh("mkdir Albums/Times")
+        XCTAssertEqual(try sh("cd Albums/Times && \(commands)").stdout, there.stdout)
+        XCTAssertTrue(there.stdout.contains("f 2020-01-02 03:04:05.123456789 +0000 2021-01-01 10:00:00.000000000 +0000"), there.stdout)
+        // Reads leave it, as on a disk mounted noatime (only some reads reach the daemon).
+        XCTAssertEqual(try sh("cd Albums/Times && cat h f > /dev/null && stat -c %x h").stdout, "2019-05-05 00:00:00.000000000 +0000\n")
+        try sh("cp \(q(gps))/DSCN0010.jpg Albums/Times/IMG.jpg && touch -a -d '2020-01-01' Albums/Times/IMG.jpg")
+        let photo = try sh("stat -c '%X %Y' Albums/Times/IMG.jpg").stdout.split(separator: " ")
+        XCTAssertEqual(photo.first, photo.last.map { $0.dropLast() }, "a photo's access time is its mtime")
+    }
+
     func testCpPreserveAndRsyncKeepMtimesAndRsyncAgainIsANoOp() throws {
         let source = temp.sub("card")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)

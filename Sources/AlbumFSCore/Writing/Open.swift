@@ -367,6 +367,9 @@ extension FileSystem {
         public var size: Int64?
         public var mode: UInt32?
         public var mtimeNs: Int64?
+        /// An access time: kept by a plain file's own bytes file (`touch -a`, `cp -a`);
+        /// a photo's is its mtime, and this changes nothing there.
+        public var atimeNs: Int64?
         public var handle: UInt64?
         /// A chown was asked for: accepted and not kept (one owner per mount, below).
         public var owner = false
@@ -407,7 +410,7 @@ extension FileSystem {
     /// `node`: the kernel inode it is asked through (the current one when not said).
     public func setattr(_ ino: UInt64, node: UInt64? = nil, _ changes: AttributeChanges) throws -> Attributes {
         if let size = changes.size, size < 0 { throw FSError(EINVAL, "a negative length", logged: false) }
-        if changes.size != nil || changes.mtimeNs != nil || changes.mode != nil { try checkWritable() }
+        if changes.size != nil || changes.mtimeNs != nil || changes.atimeNs != nil || changes.mode != nil { try checkWritable() }
         if changes.owner {
             // `cp -a`, `rsync -a` and `tar x` run by root set every file's owner: refused,
             // each would fail; accepted, they copy. Said once a mount, where refusals are.
@@ -485,6 +488,12 @@ extension FileSystem {
                     let bytes = try ownBytes(of: file)
                     try explained("cannot truncate \(file.name)") { try bytes.truncate(to: size) }
                 }
+            }
+            if let atime = changes.atimeNs, file.blobSHA256 == nil {
+                // Kept by its bytes file, as the disk keeps it (a file that shares a
+                // photo's blob shows its mtime).
+                let bytes = try library.files.open(.plainFile(file.id), flags: O_RDONLY)
+                try explained("cannot set the access time of \(file.name)") { try bytes.setAccessTime(nanoseconds: atime) }
             }
             if let mtime = changes.mtimeNs {
                 if file.blobSHA256 == nil {
