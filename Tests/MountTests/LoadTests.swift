@@ -165,6 +165,27 @@ final class LoadTests: XCTestCase {
         try runClients(on: [mount])
     }
 
+    /// Six processes write, append to, link, rename and remove the same twelve names of
+    /// plain files in two folders at once (Tests/Clients/plain-stress.py), 8 s without
+    /// links, then 8 s with them: every call ends as on a disk (it succeeds, or lost a
+    /// race: ENOENT or EEXIST; a close never fails), every file's count of names equals
+    /// the names that show it, and `albumfs check` passes. It found a close failing with
+    /// ENOENT when another process removed the file while its bytes were being saved, and
+    /// an open that lost such a race answered EACCES.
+    func testProcessesRacingOnPlainFilesEndAsOnADisk() throws {
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let root = mount.mountpoint + "/Albums/race"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        for extra in [[], ["links"]] {
+            let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-stress.py", root, "8"] + extra, timeout: 120)
+            XCTAssertTrue(run.ok, "\(extra): " + run.stdout + run.stderr)
+        }
+        mount.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
     /// PRODUCT.md section 8: the same load with half the clients on each of two hosts
     /// serving one library from PostgreSQL, while a third host's `albumfs gc` runs over
     /// and over: a blob being imported is a file without a row until its import commits,

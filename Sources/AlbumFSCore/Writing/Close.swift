@@ -43,6 +43,15 @@ extension FileSystem {
                 do {
                     outcome = try commit(work, of: writer)
                 } catch {
+                    // Removed by another process while it was being saved (rm, or a rename
+                    // over its name): what is left are an unlinked file's bytes, which no
+                    // close saves, and a disk's close does not fail for them. The remover's
+                    // transaction may have committed just before this one failed, and not
+                    // yet marked the writer: its file's row being gone says it too.
+                    if writer.isRemoved || isGone(work.target) {
+                        writer.finish(.keptPlain)
+                        return
+                    }
                     writer.finish(.error)
                     throw FSError.wrapping(error, "cannot save inode \(writer.ino)")
                 }
@@ -55,6 +64,18 @@ extension FileSystem {
                     throw FSError(EINVAL, reason)
                 }
             }
+        }
+    }
+
+    /// Whether the file a writer saves into has left the library (its row is gone).
+    private func isGone(_ target: Writer.Target) -> Bool {
+        do {
+            switch target {
+            case .plain(let id): return try library.plainFile(id: id) == nil
+            case .asset(let id): return try library.asset(id: id) == nil
+            }
+        } catch {
+            return false
         }
     }
 

@@ -85,7 +85,9 @@ extension FileSystem {
     /// An open of a file removed while open (through `/proc/PID/fd/N`): one more handle
     /// on the same bytes, its writer's when it has one.
     func reopenUnlinked(_ ino: UInt64, node: UInt64, writing: Bool) throws -> Opened? {
-        guard unlinkedOpen.attributes(ino) != nil else { return nil }
+        // Nothing holds it any more (its last handle is being released): it is gone, as
+        // an open that loses the race with the unlink finds on a disk (ENOENT).
+        guard unlinkedOpen.attributes(ino) != nil, isHeldOpen(ino) else { return nil }
         if let writer = writers.get(ino) {
             writer.opened()
             return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")

@@ -210,6 +210,9 @@ final class Writer: @unchecked Sendable {
 
     func removed() { withLock { phase = .removed } }
 
+    /// Unlinked while open (or replaced by a save while open with nothing to save).
+    var isRemoved: Bool { withLock { phase == .removed } }
+
     /// A save by rename replaced the photo while these handles were open on it with
     /// nothing to save: they keep the version they had open (`version`, its blob opened
     /// read-only), read it and write into a copy of it, never imported, as handles of a

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Processes that write, append to, link, rename and remove the same few plain files in
+two folders at once, for a while; then every file's count of names must equal the names
+that show it, and each name of a file its same size.
+
+    plain-stress.py ROOT SECONDS [links]
+
+Every call may lose a race with another process, as on any disk, and then fails with
+ENOENT (the name went) or EEXIST (it came); any other error, and a close that fails at
+all, is said on stdout. Exit 0 when nothing was said.
+"""
+import errno
+import multiprocessing
+import os
+import random
+import sys
+import time
+
+root, seconds = sys.argv[1], float(sys.argv[2])
+links = sys.argv[3:] == ['links']
+folders = [os.path.join(root, name) for name in ('A', 'B')]
+names = ['n%d' % i for i in range(12)]
+
+
+def client(seed):
+    rnd = random.Random(seed)
+    end = time.monotonic() + seconds
+    said, done = [], 0
+    while time.monotonic() < end:
+        a = os.path.join(rnd.choice(folders), rnd.choice(names))
+        b = os.path.join(rnd.choice(folders), rnd.choice(names))
+        op = rnd.choice((['ln', 'ln'] if links else []) + ['rm', 'mv', 'append', 'create', 'stat'])
+        try:
+            if op == 'ln':
+                os.link(a, b)
+            elif op == 'rm':
+                os.unlink(a)
+            elif op == 'mv':
+                os.rename(a, b)
+            elif op == 'stat':
+                os.stat(a)
+            else:
+                flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if op == 'create' else 0)
+                fd = os.open(a, flags, 0o644)
+                try:
+                    os.write(fd, b'x' * rnd.randrange(1, 50))
+                finally:
+                    try:
+                        os.close(fd)
+                    except OSError as e:
+                        said.append('close after %s of %s: %s' % (op, a, errno.errorcode[e.errno]))
+            done += 1
+        except OSError as e:
+            if e.errno not in (errno.ENOENT, errno.EEXIST):
+                said.append('%s %s %s: %s' % (op, a, b, errno.errorcode[e.errno]))
+    return said, done
+
+
+if __name__ == '__main__':
+    for folder in folders:
+        os.makedirs(folder, exist_ok=True)
+    with multiprocessing.Pool(6) as pool:
+        results = pool.map(client, range(6))
+    said = [line for lines, _ in results for line in lines]
+    files = {}
+    for folder in folders:
+        for name in os.listdir(folder):
+            st = os.lstat(os.path.join(folder, name))
+            files.setdefault(st.st_ino, []).append((name, st.st_nlink, st.st_size))
+    for number, shown in files.items():
+        if any(count != len(shown) for _, count, _ in shown) or len({size for _, _, size in shown}) != 1:
+            said.append('inode %d: %s' % (number, shown))
+    for line in said:
+        print(line)
+    print('%d calls; %d files, %d names at the end' % (sum(done for _, done in results), len(files),
+                                                       sum(len(v) for v in files.values())), file=sys.stderr)
+    sys.exit(1 if said else 0)
