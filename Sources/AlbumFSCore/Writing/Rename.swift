@@ -420,13 +420,18 @@ extension FileSystem {
                     entries: [(from.ino, name), (to.ino, newName)])
     }
 
-    /// A plain file's own bytes, once its row is gone.
-    /// `file` lost a name: its bytes go when that was its last one (what an open handle
-    /// still needs stays, `keepAttributesIfOpen`); with names left, its link count changed.
+    /// `file` lost a name (its row's change committed): its own bytes go when that was
+    /// its last one (what an open handle still needs stays, `keepAttributesIfOpen`);
+    /// with names left, only its link count changed. When the library cannot say, the
+    /// bytes stay (a start-up removes bytes that no row names).
     func removePlainBytes(_ file: PlainFile) {
-        if file.isLinked, (try? library.plainFile(id: file.id)) != nil {
-            invalidate([.attributes(UInt64(file.id))])
-            return
+        if file.isLinked {
+            let remains: Bool
+            do { remains = try library.plainFile(id: file.id) != nil } catch { remains = true }
+            if remains {
+                invalidate([.attributes(UInt64(file.id))])
+                return
+            }
         }
         keepAttributesIfOpen(file)
         if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
