@@ -145,6 +145,22 @@ final class MultiHostTests: XCTestCase {
         try sh("echo notes > '\(a.mountpoint)/Albums/Rome/notes.txt'")
         waitFor("the plain file") { names(b.mountpoint + "/Albums/Rome") == ["Q.jpg", "notes.txt"] }
         XCTAssertEqual(try String(contentsOfFile: b.mountpoint + "/Albums/Rome/notes.txt", encoding: .utf8), "notes\n")
+        // A hard link of it through a: b's kernel had its attributes (one name).
+        func links(_ path: String) -> Int {
+            var st = stat()
+            return stat(path, &st) == 0 ? Int(st.st_nlink) : 0
+        }
+        XCTAssertEqual(links(b.mountpoint + "/Albums/Rome/notes.txt"), 1)
+        try sh("ln '\(a.mountpoint)/Albums/Rome/notes.txt' '\(a.mountpoint)/Albums/Rome/again.txt'")
+        waitFor("the hard link") {
+            names(b.mountpoint + "/Albums/Rome") == ["Q.jpg", "again.txt", "notes.txt"] && links(b.mountpoint + "/Albums/Rome/notes.txt") == 2
+        }
+        XCTAssertEqual(inode(b.mountpoint + "/Albums/Rome/again.txt"), inode(b.mountpoint + "/Albums/Rome/notes.txt"))
+        try sh("rm '\(a.mountpoint)/Albums/Rome/notes.txt'")
+        waitFor("the first name removed") {
+            names(b.mountpoint + "/Albums/Rome") == ["Q.jpg", "again.txt"] && links(b.mountpoint + "/Albums/Rome/again.txt") == 1
+        }
+        XCTAssertEqual(try String(contentsOfFile: b.mountpoint + "/Albums/Rome/again.txt", encoding: .utf8), "notes\n")
 
         // A fixed folder's mode set through a: b's kernel had its attributes.
         func mode(_ path: String) -> mode_t {
