@@ -23,9 +23,6 @@ static inline int shim_open_beneath(int dirfd, const char *path, int flags, unsi
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }
 
-// O_NOATIME, a _GNU_SOURCE flag: reads through the descriptor leave the access time.
-static inline int shim_o_noatime(void) { return 01000000; }
-
 extern ssize_t copy_file_range(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len, unsigned int flags);
 
 static inline ssize_t shim_copy_file_range(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len) {

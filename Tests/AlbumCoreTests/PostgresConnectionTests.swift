@@ -47,7 +47,7 @@ final class PostgresConnectionTests: XCTestCase {
         try PostgresConnection(database).execute("""
             CREATE INDEX assets_taken ON assets(taken_at); DROP INDEX assets_photos_taken; DROP INDEX assets_videos_taken;
             DROP TRIGGER meta_notify_mode ON meta; DROP FUNCTION albumfs_notify_mode();
-            DROP INDEX plain_files_links; ALTER TABLE plain_files DROP COLUMN link_of, DROP COLUMN links;
+            DROP INDEX plain_files_links; ALTER TABLE plain_files DROP COLUMN link_of, DROP COLUMN links, DROP COLUMN atime_ns;
             UPDATE meta SET value = 6 WHERE key = 'schema_version'
             """)
         func modeTriggers() throws -> [String] {
@@ -66,8 +66,8 @@ final class PostgresConnectionTests: XCTestCase {
                        [[String(10)]])
         XCTAssertEqual(try modeTriggers(), ["meta_notify_mode"], "schema 8: folder modes are told to other hosts")
         XCTAssertEqual(try PostgresConnection(database).query("""
-            SELECT column_name FROM information_schema.columns WHERE table_name = 'plain_files' AND column_name IN ('link_of', 'links') ORDER BY 1
-            """), [["link_of"], ["links"]], "schema 10: hard links of plain files")
+            SELECT column_name FROM information_schema.columns WHERE table_name = 'plain_files' AND column_name IN ('link_of', 'links', 'atime_ns') ORDER BY 1
+            """), [["atime_ns"], ["link_of"], ["links"]], "schema 10: hard links and access times of plain files")
         // A Live Photo: a photo and a video of one stem, taken at the same second.
         let livePath = folder.sub("beach.jpg")
         try MediaFactory.image(at: livePath, width: 64, height: 48, exif: [

@@ -105,24 +105,9 @@ public final class LibraryFiles: Sendable {
     /// Opens a file of the library. A link anywhere on the way is refused (ELOOP or
     /// EXDEV, reported as EIO with a log line: something altered the library by hand).
     public func open(_ path: LibraryPath, flags: Int32, mode: UInt32 = 0o600) throws -> FileDescriptor {
-        // A plain file's access time is the one set on it (touch -a, cp -a, tar): reads
-        // do not move it, neither the daemon's nor the kernel's through passthrough,
-        // since only some reads reach these files (others are the mount's page cache),
-        // as on a disk mounted noatime. O_NOATIME needs the file's owner: without it,
-        // opened as is.
-        if path.relative.hasPrefix(Self.plainBytesPrefix) {
-            let fd = shim_open_beneath(rootFD.raw, path.relative, flags | O_CLOEXEC | shim_o_noatime(), mode)
-            if fd >= 0 { return FileDescriptor(adopting: fd, label: path.relative) }
-            if errno != EPERM { return try failedOpen(path, flags: flags, mode: mode, errno) }
-        }
         let fd = shim_open_beneath(rootFD.raw, path.relative, flags | O_CLOEXEC, mode)
         if fd >= 0 { return FileDescriptor(adopting: fd, label: path.relative) }
-        return try failedOpen(path, flags: flags, mode: mode, errno)
-    }
-
-    private static let plainBytesPrefix = LibraryPath.plainFiles.relative + "/"
-
-    private func failedOpen(_ path: LibraryPath, flags: Int32, mode: UInt32, _ code: Int32) throws -> FileDescriptor {
+        let code = errno
         if code == EINTR { return try open(path, flags: flags, mode: mode) }
         if code == ELOOP || code == EXDEV {
             Log.error("\(absolute(path)) is a symbolic link or leads out of the library: refused")

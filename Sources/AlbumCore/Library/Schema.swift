@@ -246,9 +246,12 @@ enum Schema {
         // name of a plain file is a row of its own (its folder, its name) whose `link_of`
         // is the file's row: the file's number, bytes, mode, times and xattrs are that
         // row's, which counts its names in `links`. A link row's other columns are unused.
+        // And a plain file's access time, when one was set on it (`touch -a`, `cp -a`;
+        // 0: none was, its mtime shows).
         """
         ALTER TABLE plain_files ADD COLUMN link_of INTEGER;
         ALTER TABLE plain_files ADD COLUMN links INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE plain_files ADD COLUMN atime_ns INTEGER NOT NULL DEFAULT 0;
         CREATE INDEX plain_files_links ON plain_files(link_of) WHERE link_of IS NOT NULL;
         """,
     ]

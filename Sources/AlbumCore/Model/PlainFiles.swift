@@ -28,10 +28,13 @@ public struct PlainFile: Sendable, Equatable {
     public var entry: Int64
     /// How many names it has (`st_nlink`).
     public var links: Int
+    /// An access time set on it (`touch -a`, `cp -a`, `tar`; 0: none was, and its mtime
+    /// shows). Reads leave it, as on a disk mounted noatime.
+    public var atimeNs: Int64
 
     /// The columns `init(row:)` reads, from `PlainFile.rows`: `n` is a name's row, `p`
     /// the file's.
-    static let columns = "p.id, n.dir_ino, n.name, p.mode, p.mtime_ns, p.changed_ns, p.blob_sha256, p.unfinished, n.id, p.links"
+    static let columns = "p.id, n.dir_ino, n.name, p.mode, p.mtime_ns, p.changed_ns, p.blob_sha256, p.unfinished, n.id, p.links, p.atime_ns"
     /// Every name's row joined with its file's.
     static let rows = "plain_files n JOIN plain_files p ON p.id = coalesce(n.link_of, n.id)"
 
@@ -46,6 +49,7 @@ public struct PlainFile: Sendable, Equatable {
         unfinished = row.bool(7)
         entry = row.int64(8)
         links = Int(row.int64(9))
+        atimeNs = row.int64(10)
     }
 
     /// It has other names than this one: it stays a plain file under every name (its
@@ -195,6 +199,11 @@ extension Transaction {
     /// before the rename that makes it a photo; the photo keeps it).
     public func setPlainFileMtime(_ id: Int64, nanoseconds: Int64) throws {
         try db.run("UPDATE plain_files SET mtime_ns = ?, changed_ns = ? WHERE id = ?", nanoseconds, nowNanoseconds(), id)
+    }
+
+    /// Records the access time a user set on a plain file.
+    public func setPlainFileAtime(_ id: Int64, nanoseconds: Int64) throws {
+        try db.run("UPDATE plain_files SET atime_ns = ?, changed_ns = ? WHERE id = ?", nanoseconds, nowNanoseconds(), id)
     }
 
     public func setPlainFileMode(_ id: Int64, mode: UInt32) throws {

@@ -230,7 +230,7 @@ extension Transaction {
     @discardableResult
     func restoreSidecars(of id: Int64) throws -> [PlainFile] {
         let files = try db.query("SELECT \(PlainFile.columns), n.trashed_from FROM \(PlainFile.rows) WHERE n.trashed_with = ?", id) {
-            (PlainFile(row: $0), UInt64(bitPattern: $0.int64(10)))
+            (PlainFile(row: $0), UInt64(bitPattern: $0.int64(11)))
         }
         var back: [PlainFile] = []
         for (file, dir) in files {

@@ -127,6 +127,7 @@ enum PostgresSchema {
             trashed_from BIGINT,
             link_of BIGINT,
             links BIGINT NOT NULL DEFAULT 1,
+            atime_ns BIGINT NOT NULL DEFAULT 0,
             UNIQUE(dir_ino, name_key)
         );
         CREATE INDEX plain_files_children ON plain_files(dir_ino, id);
@@ -232,6 +233,7 @@ enum PostgresSchema {
         10: """
             ALTER TABLE plain_files ADD COLUMN link_of BIGINT;
             ALTER TABLE plain_files ADD COLUMN links BIGINT NOT NULL DEFAULT 1;
+            ALTER TABLE plain_files ADD COLUMN atime_ns BIGINT NOT NULL DEFAULT 0;
             CREATE INDEX plain_files_links ON plain_files(link_of) WHERE link_of IS NOT NULL;
             """,
     ]

@@ -103,12 +103,6 @@ public final class FileDescriptor: Sendable, CustomStringConvertible {
         _ = try SystemCalls.retrying("futimens", label) { futimens(raw, &times) }
     }
 
-    /// Sets only the access time.
-    public func setAccessTime(nanoseconds: Int64) throws {
-        var times = [SystemCalls.timespec(nanoseconds: nanoseconds), timespec(tv_sec: 0, tv_nsec: SystemCalls.utimeOmit)]
-        _ = try SystemCalls.retrying("futimens", label) { futimens(raw, &times) }
-    }
-
     /// Starts writing a range to disk without waiting, so that a later fsync has less to do.
     public func startWriteback(offset: Int64, length: Int64) {
         _ = shim_start_writeback(raw, off_t(offset), off_t(length))

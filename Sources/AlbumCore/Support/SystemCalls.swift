@@ -140,7 +140,6 @@ public enum SystemCalls {
 extension Glibc.stat {
     public var isRegularFile: Bool { (st_mode & S_IFMT) == S_IFREG }
     public var isDirectory: Bool { (st_mode & S_IFMT) == S_IFDIR }
-    public var accessNanoseconds: Int64 { st_atim.nanoseconds }
     public var modificationNanoseconds: Int64 { st_mtim.nanoseconds }
     public var changeNanoseconds: Int64 { st_ctim.nanoseconds }
 }

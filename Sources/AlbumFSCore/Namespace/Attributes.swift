@@ -178,9 +178,12 @@ extension FileSystem {
                                mtimeNs: mtime, ctimeNs: max(file.changedNs, file.blobSHA256 == nil ? st.changeNanoseconds : 0))
         a.blocks = file.blobSHA256 == nil ? Int64(st.st_blocks) : Attributes.blocks(forSize: Int64(st.st_size))
         a.nlink = UInt32(max(1, file.links))
-        // Its bytes file's access time, as the disk keeps it (reads in passthrough are the
-        // kernel's reads of that file); one that shares a blob shows its mtime.
-        if file.blobSHA256 == nil { a.atimeNs = st.accessNanoseconds }
+        // The access time set on it, if any (reads leave it, as on a disk mounted noatime:
+        // only some reach the daemon); else its mtime. Not its bytes file's own: that one
+        // moves when its bytes are written after it is made, and Samba, which takes a
+        // file's creation time to be the earliest of its three times where the disk keeps
+        // none, then gives a new file a creation time before its first write time.
+        if file.atimeNs != 0 { a.atimeNs = file.atimeNs }
         if file.isSymlink {
             // As every Linux filesystem shows a link: 0777 whatever the umask (its
             // target's mode is what counts), its size the length of its target.

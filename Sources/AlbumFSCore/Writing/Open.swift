@@ -489,12 +489,7 @@ extension FileSystem {
                     try explained("cannot truncate \(file.name)") { try bytes.truncate(to: size) }
                 }
             }
-            if let atime = changes.atimeNs, file.blobSHA256 == nil {
-                // Kept by its bytes file, as the disk keeps it (a file that shares a
-                // photo's blob shows its mtime).
-                let bytes = try library.files.open(.plainFile(file.id), flags: O_RDONLY)
-                try explained("cannot set the access time of \(file.name)") { try bytes.setAccessTime(nanoseconds: atime) }
-            }
+            if let atime = changes.atimeNs { try library.write { try $0.setPlainFileAtime(file.id, nanoseconds: atime) } }
             if let mtime = changes.mtimeNs {
                 if file.blobSHA256 == nil {
                     let bytes = try library.files.open(.plainFile(file.id), flags: O_RDONLY)
