@@ -327,8 +327,8 @@ final class WriteTests: MountTestCase {
         // was made (where a disk keeps the creation's): Samba takes the earliest of a
         // file's three times for its creation time when the disk keeps none, and
         // smbtorture's delayed-write-vs-setbasic then saw a new file created before its
-        // first write time (it failed once in CI when the access time was the bytes
-        // file's).
+        // first write time (it failed once in a run of the whole suite when the access
+        // time was the bytes file's).
         XCTAssertEqual(try sh("""
             cd Albums/Times && python3 -c "import os, time; fd = os.open('new', os.O_CREAT | os.O_WRONLY, 0o644); time.sleep(0.05); \\
             os.write(fd, b'x'); st = os.fstat(fd); print(st.st_atime_ns == st.st_mtime_ns)"
