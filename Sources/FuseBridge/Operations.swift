@@ -187,16 +187,13 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             if let attr {
                 if toSet & FUSE_SET_ATTR_SIZE != 0 { changes.size = Int64(attr.pointee.st_size) }
                 if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = attr.pointee.st_mode }
-                if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 {
-                    changes.mtimeNs = nowNanoseconds()
-                } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
-                    changes.mtimeNs = storedNanoseconds(seconds: Int64(attr.pointee.st_mtim.tv_sec), nanoseconds: Int64(attr.pointee.st_mtim.tv_nsec))
+                // A time asked for: now, or the one given (held to the library's range).
+                func time(now: Int32, given: Int32, _ t: timespec) -> Int64? {
+                    if toSet & now != 0 { return nowNanoseconds() }
+                    return toSet & given != 0 ? storedNanoseconds(seconds: Int64(t.tv_sec), nanoseconds: Int64(t.tv_nsec)) : nil
                 }
-                if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 {
-                    changes.atimeNs = nowNanoseconds()
-                } else if toSet & FUSE_SET_ATTR_ATIME != 0 {
-                    changes.atimeNs = storedNanoseconds(seconds: Int64(attr.pointee.st_atim.tv_sec), nanoseconds: Int64(attr.pointee.st_atim.tv_nsec))
-                }
+                changes.mtimeNs = time(now: FUSE_SET_ATTR_MTIME_NOW, given: FUSE_SET_ATTR_MTIME, attr.pointee.st_mtim)
+                changes.atimeNs = time(now: FUSE_SET_ATTR_ATIME_NOW, given: FUSE_SET_ATTR_ATIME, attr.pointee.st_atim)
             }
             if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 { changes.owner = true }
             if fi != nil { changes.handle = shim_fi_fh(fi) }

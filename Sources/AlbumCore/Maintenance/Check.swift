@@ -180,14 +180,15 @@ extension Library {
             WHERE p.link_of IS NULL AND p.links != 1 + (SELECT count(*) FROM plain_files n WHERE n.link_of = p.id)
             """)
         // Names whose file is gone.
+        let orphaned = "link_of IS NOT NULL AND link_of NOT IN (SELECT id FROM plain_files WHERE link_of IS NULL)"
         let orphanLinks = try read { r in
-            try r.db.query("SELECT id, name FROM plain_files n WHERE link_of IS NOT NULL AND link_of NOT IN (SELECT id FROM plain_files WHERE link_of IS NULL)") {
+            try r.db.query("SELECT id, name FROM plain_files WHERE \(orphaned)") {
                 "\($0.text(1)) (\($0.int64(0)))"
             }
         }
         report.problems += orphanLinks.map { "the name \($0) is a link to a plain file that is gone" }
         if repair && !orphanLinks.isEmpty {
-            try write { tx in try tx.db.run("DELETE FROM plain_files WHERE link_of IS NOT NULL AND link_of NOT IN (SELECT id FROM plain_files WHERE link_of IS NULL)") }
+            try write { tx in try tx.db.run("DELETE FROM plain_files WHERE \(orphaned)") }
             report.repairs.append("removed \(orphanLinks.count) name(s) of plain files that were gone")
         }
         let danglingAlbums = try read { r in

@@ -132,7 +132,9 @@ extension Transaction {
     @discardableResult
     public func deletePlainFile(_ id: Int64, becomingPhoto: Bool = false) throws -> PlainFile {
         guard let file = try plainFile(id: id) else { throw LibraryError.notFound("plain file \(id)") }
-        for other in try names(ofPlainFile: id) where other.entry != id { try touchFolder(other.dirIno) }
+        if file.isLinked {
+            for other in try names(ofPlainFile: id) where other.entry != id { try touchFolder(other.dirIno) }
+        }
         try db.run("DELETE FROM plain_files WHERE id = ? OR link_of = ?", id, id)
         if !becomingPhoto { try db.run("DELETE FROM xattrs WHERE ino = ?", id) }
         try touchFolder(file.dirIno)

@@ -242,9 +242,7 @@ extension FileSystem {
     /// file may be created; the file then stays plain under every name
     /// (docs/namespace.md, "Hard links").
     private func linkPlain(_ file: PlainFile, newParent: UInt64, name: String) throws -> Attributes {
-        let folder = try library.read { try self.folder(newParent, in: $0) }
-        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
-        if (try occupant(in: folder, name: name)) != nil { throw FSError(EEXIST, "\(name) exists", logged: false) }
+        _ = try folderForNewFile(newParent, name: name)
         do {
             try library.write { tx in
                 guard let current = try tx.plainFile(id: file.id) else { throw LibraryError.notFound(file.name) }
@@ -264,9 +262,7 @@ extension FileSystem {
     /// a file of its own: the photo's next versions do not change it (docs/namespace.md,
     /// "Hard links").
     private func linkAsPlainFile(_ asset: Asset, newParent: UInt64, name: String) throws -> Attributes {
-        let folder = try library.read { try self.folder(newParent, in: $0) }
-        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
-        if (try occupant(in: folder, name: name)) != nil { throw FSError(EEXIST, "\(name) exists", logged: false) }
+        _ = try folderForNewFile(newParent, name: name)
         let file = try library.write { tx in
             try tx.createPlainFile(named: name, in: newParent, mode: asset.mode ?? Self.defaultFileMode, blob: asset.sha256,
                                    mtimeNs: asset.mtimeNanoseconds)
@@ -286,11 +282,7 @@ extension FileSystem {
         let name = try validName(bytes)
         if target.isEmpty || target.contains(0) { throw FSError(EINVAL, "the link \(name) needs a target", logged: false) }
         if target.count >= Int(PATH_MAX) { throw FSError(ENAMETOOLONG, "the target of the link \(name) is too long", logged: false) }
-        let folder = try library.read { try self.folder(parent, in: $0) }
-        if (try occupant(in: folder, name: name)) != nil {
-            throw FSError(EEXIST, "\(name) exists", logged: false)
-        }
-        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        _ = try folderForNewFile(parent, name: name)
         let id = try newInodeNumber()
         do {
             let file = try library.files.open(.plainFile(id), flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)

@@ -6,6 +6,17 @@ import Glibc
 extension FileSystem {
     // MARK: create and mknod
 
+    /// The folder `parent` where a new file `name` is to be made (create, ln, ln -s):
+    /// EEXIST when the name is taken, and what `Rules.createFile` refuses there.
+    func folderForNewFile(_ parent: UInt64, name: String) throws -> Item {
+        let folder = try library.read { try self.folder(parent, in: $0) }
+        if (try occupant(in: folder, name: name)) != nil {
+            throw FSError(EEXIST, "\(name) exists", logged: false)
+        }
+        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        return folder
+    }
+
     /// Creates a file: a plain file of its folder from the first moment (so that a
     /// tool that creates, closes empty and reopens finds it), which becomes a photo at a
     /// close if it holds one (`Writing/Arrival.swift`). Opens it when `open` (create(2)).
@@ -14,11 +25,7 @@ extension FileSystem {
                        open: Bool = true, pid: Int32 = 0) throws -> (Attributes, Opened?) {
         try checkWritable()
         let name = try validName(bytes)
-        let folder = try library.read { try self.folder(parent, in: $0) }
-        if (try occupant(in: folder, name: name)) != nil {
-            throw FSError(EEXIST, "\(name) exists", logged: false)
-        }
-        try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
+        let folder = try folderForNewFile(parent, name: name)
         let id = try newInodeNumber()
         let bytesFile = try explained("cannot create \(name)") {
             try library.files.open(.plainFile(id), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
@@ -367,8 +374,8 @@ extension FileSystem {
         public var size: Int64?
         public var mode: UInt32?
         public var mtimeNs: Int64?
-        /// An access time: kept by a plain file's own bytes file (`touch -a`, `cp -a`);
-        /// a photo's is its mtime, and this changes nothing there.
+        /// An access time: kept in a plain file's row (`touch -a`, `cp -a`); a photo's is
+        /// its mtime, and this changes nothing there.
         public var atimeNs: Int64?
         public var handle: UInt64?
         /// A chown was asked for: accepted and not kept (one owner per mount, below).
@@ -489,16 +496,19 @@ extension FileSystem {
                     try explained("cannot truncate \(file.name)") { try bytes.truncate(to: size) }
                 }
             }
-            if let atime = changes.atimeNs { try library.write { try $0.setPlainFileAtime(file.id, nanoseconds: atime) } }
-            if let mtime = changes.mtimeNs {
-                if file.blobSHA256 == nil {
-                    let bytes = try library.files.open(.plainFile(file.id), flags: O_RDONLY)
-                    try explained("cannot set the mtime of \(file.name)") { try bytes.setModificationTime(nanoseconds: mtime) }
-                }
-                try library.write { try $0.setPlainFileMtime(file.id, nanoseconds: mtime) }
-                if let writer = writers.get(ino) { writer.withLock { writer.explicitMtimeNs = mtime } }
+            if let mtime = changes.mtimeNs, file.blobSHA256 == nil {
+                let bytes = try library.files.open(.plainFile(file.id), flags: O_RDONLY)
+                try explained("cannot set the mtime of \(file.name)") { try bytes.setModificationTime(nanoseconds: mtime) }
             }
-            if let mode = changes.mode { try library.write { try $0.setPlainFileMode(file.id, mode: mode) } }
+            // Its row's times and mode in one transaction (`touch` and `cp -p` set both times).
+            if changes.atimeNs != nil || changes.mtimeNs != nil || changes.mode != nil {
+                try library.write { tx in
+                    if let atime = changes.atimeNs { try tx.setPlainFileAtime(file.id, nanoseconds: atime) }
+                    if let mtime = changes.mtimeNs { try tx.setPlainFileMtime(file.id, nanoseconds: mtime) }
+                    if let mode = changes.mode { try tx.setPlainFileMode(file.id, mode: mode) }
+                }
+            }
+            if let mtime = changes.mtimeNs, let writer = writers.get(ino) { writer.withLock { writer.explicitMtimeNs = mtime } }
         case .album(let album):
             if changes.size != nil { throw FSError(EISDIR, "is a folder", logged: false) }
             try library.write { tx in
