@@ -3,11 +3,16 @@
 two folders at once, for a while; then every file's count of names must equal the names
 that show it, and each name of a file its same size.
 
-    plain-stress.py ROOT SECONDS [links]
+    plain-stress.py ROOT SECONDS [links] [photos=JPEG]
+
+With photos=, names ending in .jpg are saved whole with that JPEG's bytes (or them and a
+tail, which makes them another photo): photos arrive, get versions and go among the plain
+files' races.
 
 Every call may lose a race with another process, as on any disk, and then fails with
 ENOENT (the name went) or EEXIST (it came); any other error, and a close that fails at
-all, is said on stdout. Exit 0 when nothing was said.
+all (but for the refusals below, with photos), is said on stdout. Exit 0 when nothing
+was said.
 """
 import errno
 import multiprocessing
@@ -17,9 +22,15 @@ import sys
 import time
 
 root, seconds = sys.argv[1], float(sys.argv[2])
-links = sys.argv[3:] == ['links']
+links = 'links' in sys.argv[3:]
+photo = [arg[len('photos='):] for arg in sys.argv[3:] if arg.startswith('photos=')]
+jpeg = open(photo[0], 'rb').read() if photo else None
 folders = [os.path.join(root, name) for name in ('A', 'B')]
-names = ['n%d' % i for i in range(12)]
+names = ['n%d' % i for i in range(12)] + (['p%d.jpg' % i for i in range(6)] if jpeg else [])
+# With photos, a close or a rename may be refused as the contract says: bytes that are no
+# photo (a plain file's, or a photo's cut by another process's O_TRUNC) over a photo, or a
+# file with other names over one, are EINVAL, and both files stay as they were.
+refusals = (errno.EINVAL,) if jpeg else ()
 
 
 def client(seed):
@@ -40,18 +51,21 @@ def client(seed):
             elif op == 'stat':
                 os.stat(a)
             else:
-                flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if op == 'create' else 0)
-                fd = os.open(a, flags, 0o644)
+                saved = jpeg and a.endswith('.jpg')
+                flags = os.O_WRONLY | (os.O_TRUNC if saved else os.O_APPEND)
+                fd = os.open(a, flags | (os.O_CREAT | os.O_EXCL if op == 'create' else 0), 0o644)
                 try:
-                    os.write(fd, b'x' * rnd.randrange(1, 50))
+                    # A photo's bytes, the same for every name or made unique by a tail.
+                    os.write(fd, jpeg + rnd.choice([b'', b'%d' % rnd.random()]) if saved else b'x' * rnd.randrange(1, 50))
                 finally:
                     try:
                         os.close(fd)
                     except OSError as e:
-                        said.append('close after %s of %s: %s' % (op, a, errno.errorcode[e.errno]))
+                        if e.errno not in refusals:
+                            said.append('close after %s of %s: %s' % (op, a, errno.errorcode[e.errno]))
             done += 1
         except OSError as e:
-            if e.errno not in (errno.ENOENT, errno.EEXIST):
+            if e.errno not in (errno.ENOENT, errno.EEXIST) + refusals:
                 said.append('%s %s %s: %s' % (op, a, b, errno.errorcode[e.errno]))
     return said, done
 

@@ -167,20 +167,49 @@ final class LoadTests: XCTestCase {
 
     /// Six processes write, append to, link, rename and remove the same twelve names of
     /// plain files in two folders at once (Tests/Clients/plain-stress.py), 8 s without
-    /// links, then 8 s with them: every call ends as on a disk (it succeeds, or lost a
-    /// race: ENOENT or EEXIST; a close never fails), every file's count of names equals
+    /// links, then 8 s with them, then both again with photos among them (a JPEG saved
+    /// whole under `.jpg` names): every call ends as on a disk (it succeeds, or lost a
+    /// race: ENOENT or EEXIST; a close never fails, but for the contract's refusal of
+    /// bytes that are no photo over a photo: EINVAL), every file's count of names equals
     /// the names that show it, and `albumfs check` passes. It found a close failing with
     /// ENOENT when another process removed the file while its bytes were being saved, and
-    /// an open that lost such a race answered EACCES.
+    /// an open that lost such a race answered EACCES. With photos, it found a rename or a
+    /// link committed while the file's close was making it a photo (the close failed
+    /// with EEXIST, or took the name back), a close failing when the photo its bytes
+    /// were to join was removed meanwhile, opens and writes of a save's temporary photo
+    /// that had vanished into the photo it saved answering EIO, and a stat of a plain
+    /// file that had just become a photo answering EIO.
     func testProcessesRacingOnPlainFilesEndAsOnADisk() throws {
         XCTAssertTrue(try Processes.albumfs("init", lib).ok)
         mount = try MountedLibrary(library: lib, temp: temp)
         let root = mount.mountpoint + "/Albums/race"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        for extra in [[], ["links"]] {
+        let photo = "photos=" + Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg"
+        for extra in [[], ["links"], [photo], ["links", photo]] {
             let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-stress.py", root, "8"] + extra, timeout: 120)
             XCTAssertTrue(run.ok, "\(extra): " + run.stdout + run.stderr)
         }
+        mount.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
+    /// A new file's close, which makes it a photo, racing with a rename, a link or a
+    /// removal of its name by another thread (Tests/Clients/close-races.py, 300 rounds,
+    /// the other call after a random pause of up to 4 ms): whichever goes first, every
+    /// call succeeds and the names are what the rename, the link or the removal left.
+    /// Before, one round in four ended otherwise: the rename's or the link's new name
+    /// gone (the close landed the photo under the name it began with, or dropped the
+    /// link's name with the plain file's row), or the call failing with ENOENT (the
+    /// name was looked for in two tables while the close moved it from one to the other).
+    func testACloseRacingWithMvLnOrRmOfItsNameEndsAsOnADisk() throws {
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        mount = try MountedLibrary(library: lib, temp: temp)
+        let album = mount.mountpoint + "/Albums/race"
+        try FileManager.default.createDirectory(atPath: album, withIntermediateDirectories: true)
+        let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/close-races.py", album,
+                                                Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg", "300"], timeout: 120)
+        XCTAssertTrue(run.ok, run.stdout + run.stderr)
         mount.unmount()
         let check = try Processes.albumfs("check", lib)
         XCTAssertEqual(check.status, 0, check.stdout)

@@ -78,7 +78,17 @@ extension FileSystem {
             if let a = unlinkedAttributes(ino) { return a }
             throw FSError.noEntry("inode \(ino)")
         }
-        return kernelView(try attributes(of: item, ino: ino), node: node).attributes
+        do {
+            return kernelView(try attributes(of: item, ino: ino), node: node).attributes
+        } catch let error as FSError where error.errno == ENOENT && item.plainFile != nil {
+            // A plain file gone since it was read: a close may have made it a photo, which
+            // keeps its number (the next look finds it), or an rm removed it.
+            guard let now = try self.item(ino) else {
+                if let a = unlinkedAttributes(ino) { return a }
+                throw error
+            }
+            return kernelView(try attributes(of: now, ino: ino), node: node).attributes
+        }
     }
 
     /// Attributes as kernel inode `node` (the current one of `a.ino` when not said) is to
@@ -169,8 +179,19 @@ extension FileSystem {
     /// shares a blob is kept in its row).
     func attributes(of file: PlainFile) throws -> Attributes {
         guard let st = try library.files.status(file.bytes), st.isRegularFile else {
+            // Its row may have been read just before a close made it a photo, an rm or a
+            // rename over its name removed it, or its bytes became a copy of its own (the
+            // bytes file then went with the row): what its row says now.
+            guard let now = try library.plainFile(id: file.id) else { throw FSError.noEntry(file.name) }
+            if now.bytes != file.bytes, let st = try library.files.status(now.bytes), st.isRegularFile {
+                return attributes(of: now, st)
+            }
             throw FSError(EIO, "plain file \(file.name) (\(file.id)) has lost its bytes (or they are a link); run albumfs check")
         }
+        return attributes(of: file, st)
+    }
+
+    private func attributes(of file: PlainFile, _ st: stat) -> Attributes {
         let mtime = file.blobSHA256 != nil ? (file.explicitMtimeNs ?? file.changedNs) : st.modificationNanoseconds
         // A copy of a whole photo not made yet (copy_file_range) has the photo's size.
         let size = writers.get(UInt64(file.id))?.cloneSize ?? Int64(st.st_size)

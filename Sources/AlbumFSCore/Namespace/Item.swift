@@ -30,6 +30,12 @@ enum Item {
     case sharedSize(of: UInt64, large: Bool)
     case sharedThumbnail(SharedEntry)
 
+    /// The plain file this entry is, if it is one.
+    var plainFile: PlainFile? {
+        if case .plain(let file) = self { return file }
+        return nil
+    }
+
     /// A thumbnail (`.thumbnails/NAME.jpg`) or a shared one (a PNG of `.sh_thumbnails/`).
     var isThumbnailFile: Bool {
         switch self {
@@ -154,7 +160,11 @@ extension FileSystem {
 
     /// `item(_:in:)` on a reader connection.
     func item(_ ino: UInt64) throws -> Item? {
-        try library.read { try item(ino, in: $0) }
+        if let found = try library.read({ try item(ino, in: $0) }) { return found }
+        // An object's kinds are tried one statement each (`object`), and a change that
+        // committed between two of them (a plain file becoming the photo that keeps its
+        // number) can hide it from both: a miss looks once more in one snapshot.
+        return try library.read(snapshot: true) { try item(ino, in: $0) }
     }
 
     /// The item, or ENOENT.

@@ -51,10 +51,19 @@ extension FileSystem {
             guard let plain = try library.plainFile(named: name, in: parent) else { throw FSError.noEntry(name) }
             return Found(attributes: try attributes(of: plain), name: plain.name)
         }
-        guard let (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
+        guard var (item, shownAs) = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
         let attributes: Attributes
         do {
-            attributes = try self.attributes(of: item)
+            do {
+                attributes = try self.attributes(of: item)
+            } catch let error as FSError where error.errno == ENOENT && item.plainFile != nil {
+                // A plain file gone since it was found: a close may have made it a photo of
+                // that name (another number, when the library had those bytes), or an rm
+                // removed it. The name once more.
+                guard let again = try lookupNamed(in: folder, name: name) else { throw FSError.noEntry(name) }
+                (item, shownAs) = again
+                attributes = try self.attributes(of: item)
+            }
         } catch let error as FSError where error.errno == EIO && item.isThumbnailFile {
             // A thumbnail that cannot be had now (its decoder failed, its original is
             // missing) is not there to a lookup by name, so that a file may be created
@@ -97,8 +106,17 @@ extension FileSystem {
 
     /// `lookupEntry`, with the name the entry has.
     func lookupNamed(in folder: Item, name: String) throws -> (Item, String)? {
+        if let found = try lookupNamed(in: folder, name: name, snapshot: false) { return found }
+        // A name is looked for in several tables, one statement each, and a change that
+        // committed between two of them (a plain file becoming a photo of that name: its
+        // row out, a membership in) can hide it from both. A miss looks once more in one
+        // snapshot; most lookups find what they look for, and pay nothing for it.
+        return try lookupNamed(in: folder, name: name, snapshot: true)
+    }
+
+    private func lookupNamed(in folder: Item, name: String, snapshot: Bool) throws -> (Item, String)? {
         let key = Names.key(name)
-        return try library.read { r -> (Item, String)? in
+        return try library.read(snapshot: snapshot) { r -> (Item, String)? in
             switch folder {
             case .root:
                 if let (shown, item) = Self.rootChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }

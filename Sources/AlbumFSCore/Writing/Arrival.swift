@@ -27,6 +27,20 @@ enum Destiny {
     case existing(Asset, ImportDestination)
     case duplicate(of: Asset, ImportDestination)
     case newAsset(ImportDestination)
+
+    /// The asset these bytes go to, or are a copy of.
+    var asset: Asset? {
+        switch self {
+        case .version(let photo, _): return photo
+        case .existing(let asset, _), .duplicate(let asset, _): return asset
+        case .stayPlain, .newAsset: return nil
+        }
+    }
+}
+
+/// The asset a destiny names left the library before the landing's transaction.
+private struct DestinyLeft: Error {
+    let asset: Asset
 }
 
 /// Photo bytes, hashed and read, whose blob may still have to be placed.
@@ -116,9 +130,14 @@ extension FileSystem {
     /// `inFlight`: the caller marked these bytes as being placed (`BlobsInFlight`).
     /// `mode`: the arriving file's, when not the default; a new version takes it only as
     /// `modeASaveGives` says.
-    func land(_ bytes: PhotoBytes, as name: String, in folder: Item, destiny: Destiny, fileID: Int64,
+    /// `decide`: how the destiny was decided, to decide it again when the asset it names
+    /// left the library between the decision and the landing's transaction (another
+    /// process removed the photo these bytes were to join or copy); without it, the
+    /// landing fails then.
+    func land(_ bytes: PhotoBytes, as name: String, in folder: Item, destiny decided: Destiny, fileID: Int64,
               explicitMtimeNs: Int64?, mode: UInt32?, placed: BlobStore.Placement? = nil, inFlight: Bool = false,
-              clear: (Transaction) throws -> Void) throws -> Landed {
+              decide: (() throws -> Destiny)? = nil, clear: (Transaction) throws -> Void) throws -> Landed {
+        var destiny = decided
         var placement = placed
         if placed == nil, let file = bytes.file {
             // A close placing these same bytes now has linked them without a row yet:
@@ -173,24 +192,40 @@ extension FileSystem {
                 return Landed(asset: asset, before: nil, backup: nil, isNew: true)
             }
         }
-        let landed: Landed
+        /// The landing's transaction.
+        func carryOut(_ tx: Transaction) throws -> Landed {
+            if placed?.created == true { try tx.adoptPlacedBlob(bytes.sha256, size: bytes.size) }
+            // Marks a copy that keeps attributes set on the file while it was a plain
+            // file (taken first: the landing would hand its attributes on as they are).
+            let marks = try tx.plainFile(id: fileID) != nil ? try tx.takeMarks(writtenOn: fileID) : []
+            try clear(tx)
+            let carried = try carry(destiny, tx)
+            guard !marks.isEmpty else { return carried }
+            try tx.applyMarks(marks, to: carried.asset.id)
+            return Landed(asset: try tx.asset(id: carried.asset.id) ?? carried.asset, before: carried.before,
+                          backup: carried.backup, isNew: carried.isNew)
+        }
+        var landed: Landed?
         do {
-            landed = try library.write { tx -> Landed in
-                if placed?.created == true { try tx.adoptPlacedBlob(bytes.sha256, size: bytes.size) }
-                // Marks a copy that keeps attributes set on the file while it was a plain
-                // file (taken first: the landing would hand its attributes on as they are).
-                let marks = try tx.plainFile(id: fileID) != nil ? try tx.takeMarks(writtenOn: fileID) : []
-                try clear(tx)
-                let carried = try carry(destiny, tx)
-                guard !marks.isEmpty else { return carried }
-                try tx.applyMarks(marks, to: carried.asset.id)
-                return Landed(asset: try tx.asset(id: carried.asset.id) ?? carried.asset, before: carried.before,
-                              backup: carried.backup, isNew: carried.isNew)
+            for attempt in 1...3 where landed == nil {
+                do {
+                    landed = try library.write { tx -> Landed in
+                        if decide != nil, let asset = destiny.asset, try tx.asset(id: asset.id) == nil {
+                            throw DestinyLeft(asset: asset)
+                        }
+                        return try carryOut(tx)
+                    }
+                } catch let left as DestinyLeft {
+                    guard attempt < 3, let decide else { throw LibraryError.notFound("asset \(left.asset.id) (\(left.asset.name))") }
+                    destiny = try decide()
+                    if case .stayPlain(let refusal) = destiny { throw FSError(EAGAIN, refusal.reason) }
+                }
             }
         } catch {
             if let placement { library.blobs.undo(placement) }
             throw error
         }
+        guard let landed else { throw LibraryError.corrupt("a landing ended without landing") }
         if let file = bytes.file, placement?.created == true { library.blobs.seal(bytes.sha256, descriptor: file.descriptor) }
         if case .version(_, let vacated?) = destiny { saves.settle(folder: folder.ino, name: vacated.name) }
         if landed.isNew, Rules.keepsSaves(Rules.Folder(folder)) {

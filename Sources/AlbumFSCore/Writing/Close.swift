@@ -199,6 +199,45 @@ extension FileSystem {
         }
     }
 
+    /// Runs `change`, which makes photo `asset` leave the library (deleted for good, or
+    /// vanished into the photo a save made of its bytes), inside the `io` of its writer,
+    /// made for the while if it has none. An open for writing of the photo then comes
+    /// either before, and its handles keep the bytes they had open (`handsKeep`), or
+    /// after, and finds no photo (`openForWriting`). Before, such a handle's next write
+    /// found no photo to copy: EIO.
+    func whileLeaving<R>(_ asset: Asset, _ change: () throws -> R) rethrows -> R {
+        let writer = writers.writer(forAsset: asset.id)
+        defer { forgetIfIdle(writer) }
+        return try writer.io {
+            let version = versionForHandles(writer, of: asset)
+            let result = try change()
+            handsKeep(version, writer)
+            return result
+        }
+    }
+
+    /// The version photo `asset` shows, when handles have it open for writing with
+    /// nothing written yet; taken before the photo leaves the library, for `handsKeep`
+    /// after. Inside the writer's `io`.
+    func versionForHandles(_ writer: Writer, of asset: Asset) -> FileDescriptor? {
+        guard writer.holdsCurrentBytesOpen else { return nil }
+        return try? library.openBlob(of: asset)
+    }
+
+    /// The photo whose handles had `version` open left the library: as the handles of a
+    /// removed file do on a disk, they go on with the bytes they had open, and no close
+    /// saves what they write. Inside the writer's `io`.
+    func handsKeep(_ version: FileDescriptor?, _ writer: Writer) {
+        guard let version, writer.keepReplaced(version) else { return }
+        writers.remove(writer)
+        Log.info("inode \(writer.ino): its open handles keep the bytes of a photo that left the library; what they write is not saved")
+    }
+
+    /// A writer with no handle and nothing to save leaves the table.
+    func forgetIfIdle(_ writer: Writer) {
+        if writer.isIdle { writers.remove(writer) }
+    }
+
     /// An emptied photo (see `Writer.Phase.emptied`) shows its current version again, when
     /// it has been so for `seconds` and no handle is open on it. Returns whether it did.
     @discardableResult
@@ -323,7 +362,8 @@ extension FileSystem {
                 metadata = m
             }
             clock.mark("metadata")
-            let fate = try destiny(of: hashed.sha256, name: file.name, folder: folder, over: nil)
+            let decide = { try self.destiny(of: hashed.sha256, name: file.name, folder: folder, over: nil) }
+            let fate = try decide()
             if case .stayPlain(let refusal) = fate {
                 if !refusal.quiet { logKeptPlain(file, refusal.reason) }
                 try finishIfUnfinished(writer)
@@ -333,7 +373,7 @@ extension FileSystem {
             let mode = file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777
             let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
                                   explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode,
-                                  placed: takePlacement(), inFlight: true) { tx in
+                                  placed: takePlacement(), inFlight: true, decide: decide) { tx in
                 try tx.deletePlainFile(id, becomingPhoto: true)
             }
             clock.mark("stored")
@@ -351,7 +391,8 @@ extension FileSystem {
     /// of its bytes would be, without copying them. Where it cannot be a photo, the bytes
     /// are copied into the plain file after all.
     private func commitClone(_ clone: Asset, into file: PlainFile, folder: Item, _ writer: Writer) throws -> Writer.Outcome {
-        let fate = try destiny(of: clone.sha256, name: file.name, folder: folder, over: nil, preferring: clone.id)
+        let decide = { try self.destiny(of: clone.sha256, name: file.name, folder: folder, over: nil, preferring: clone.id) }
+        let fate = try decide()
         var staysPlain = file.isLinked
         if case .stayPlain = fate { staysPlain = true }
         if staysPlain {
@@ -366,7 +407,7 @@ extension FileSystem {
                                writtenNs: nowNanoseconds(), file: nil)
         let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: file.id,
                               explicitMtimeNs: writer.withLock({ writer.explicitMtimeNs }) ?? file.explicitMtimeNs,
-                              mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777) { tx in
+                              mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777, decide: decide) { tx in
             try tx.deletePlainFile(file.id, becomingPhoto: true)
         }
         discard(.plainFile(file.id))

@@ -13,7 +13,15 @@ extension FileSystem {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
-        guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
+        try afterCloses(of: { try lookupEntry(in: folder, name: name) }, plainFiles: { [$0?.plainFile].compactMap { $0 } }) { entry in
+            guard let entry else { throw FSError.noEntry(name) }
+            try unlink(entry, name: name, in: folder)
+        }
+    }
+
+    /// rm of `entry`, named `name` in `folder`.
+    private func unlink(_ entry: Item, name: String, in folder: Item) throws {
+        let parent = folder.ino
         switch entry {
         case .thumbnail:
             // In views (All Photos, smart albums, date folders) .thumbnails/ is read-only,
@@ -36,7 +44,7 @@ extension FileSystem {
                let photo = try photoSaved(from: asset, in: folder, since: fresh.atNs, onlyHere: true) {
                 // A save's temporary file, removed once its bytes are the photo's: gone
                 // without a trace, as if it had been renamed over the photo.
-                try library.write { tx in try tx.vanish(asset.id, into: photo.id) }
+                try whileLeaving(asset) { try library.write { tx in try tx.vanish(asset.id, into: photo.id) } }
                 saves.forget(asset.id)
                 afterChange(views: asset, folders: [parent], entries: [(parent, name)])
                 return
@@ -51,7 +59,8 @@ extension FileSystem {
                 Log.info("\(name) removed after \(photo.name) took its bytes: \(restored.name), which they had brought back, is in Recently Deleted again")
                 return
             }
-            let left = try library.write { tx in try remove(asset, as: name, by: removal, tx) }
+            let remove = { try self.library.write { tx in try self.remove(asset, as: name, by: removal, tx) } }
+            let left = removal == .deleteForGood ? try whileLeaving(asset, remove) : try remove()
             switch removal {
             case .trash: Log.info("moved \(asset.name) to Recently Deleted")
             case .deleteForGood: Log.info("deleted \(asset.name) for good")
@@ -210,9 +219,17 @@ extension FileSystem {
     public func link(ino: UInt64, newParent: UInt64, newName bytes: [UInt8]) throws -> Attributes {
         try checkWritable()
         let name = try validName(bytes)
-        let linked = try item(ino)
-        if case .plain(let file)? = linked { return try linkPlain(file, newParent: newParent, name: name) }
-        guard case .asset(let asset)? = linked else { throw FSError.notPermitted("only files can be linked") }
+        return try afterCloses(of: { try item(ino) }, plainFiles: { [$0?.plainFile].compactMap { $0 } }) { linked in
+            try link(linked, ino: ino, newParent: newParent, name: name)
+        }
+    }
+
+    /// ln of `linked`, what inode `ino` is (a photo or a plain file), as `name` in folder
+    /// `newParent`.
+    private func link(_ linked: Item?, ino: UInt64, newParent: UInt64, name: String) throws -> Attributes {
+        guard let linked else { throw FSError.noEntry("inode \(ino)") }  // removed meanwhile
+        if case .plain(let file) = linked { return try linkPlain(file, newParent: newParent, name: name) }
+        guard case .asset(let asset) = linked else { throw FSError.notPermitted("only files can be linked") }
         if asset.isTrashed { throw FSError.notPermitted("\(asset.name) is in Recently Deleted: restore it first") }
         if Names.staysPlain(name) { return try linkAsPlainFile(asset, newParent: newParent, name: name) }
         let folder = try library.read { try self.folder(newParent, in: $0) }

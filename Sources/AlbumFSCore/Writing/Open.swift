@@ -134,6 +134,14 @@ extension FileSystem {
         try Rules.writeInto(asset)
         let writer = writers.writer(forAsset: asset.id)
         writer.opened()
+        // Found just before it left the library (a save's temporary photo vanishing into the
+        // photo it saved, or deleted for good), before it had handles that could keep its
+        // bytes (`whileLeaving`, which holds `io` meanwhile): gone, as for a lookup a
+        // moment later.
+        if try writer.io({ try library.asset(id: asset.id) == nil }) {
+            release(writer)
+            throw FSError.noEntry(asset.name)
+        }
         // In the handle table first: a writer may wait there for readers to close, and
         // truncates nothing if they do not.
         let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name, pid: pid)
@@ -531,7 +539,6 @@ extension FileSystem {
         return try getattr(ino)
     }
 
-    /// A writer held for one call (truncate by path) let go again.
     /// A writer let go without a handle (a truncate by path, an open that failed).
     func release(_ writer: Writer) {
         guard writer.released() <= 0 else { return }

@@ -15,8 +15,23 @@ extension FileSystem {
         let name = try validName(nameBytes)
         let newName = try validName(newBytes)
         let (from, to) = try library.read { r in (try folder(parent, in: r), try folder(newParent, in: r)) }
+        try afterCloses(of: { try renamed(name, from: from, to: to, newName: newName) },
+                        plainFiles: { [$0.0.plainFile, $0.1?.plainFile].compactMap { $0 } }) { source, target in
+            try rename(source, from: from, name: name, target: target, to: to, newName: newName,
+                       parent: parent, newParent: newParent, flags: flags)
+        }
+    }
+
+    /// The entries a rename moves and replaces.
+    private func renamed(_ name: String, from: Item, to: Item, newName: String) throws -> (Item, Item?) {
         guard let source = try lookupEntry(in: from, name: name) else { throw FSError.noEntry(name) }
-        var target = try occupant(in: to, name: newName)
+        return (source, try occupant(in: to, name: newName))
+    }
+
+    /// A rename of `source` over `target` (nil: none), with no close of either in progress.
+    private func rename(_ source: Item, from: Item, name: String, target: Item?, to: Item, newName: String,
+                        parent: UInt64, newParent: UInt64, flags: UInt32) throws {
+        var target = target
         if let t = target, t.ino == source.ino {
             // The same file: a rename of its case or normalization, or (POSIX) two names of
             // one file, which changes nothing.
@@ -103,9 +118,10 @@ extension FileSystem {
            saves.vacatedBy(folder: to.ino, name: newName) == nil {
             return try plainMove()
         }
-        // The bytes as they are now; a writer still open keeps writing a version later.
+        // The bytes as they are now; a writer still open keeps writing a version later
+        // (its `io` is held: `afterCloses`).
         let writer = writers.get(UInt64(file.id))
-        try withIO(writer) {
+        do {
             let bytes = try library.files.open(file.bytes, flags: O_RDONLY)
             let hashed = try explained("cannot read \(file.name)") { try HashedFile.hashing(file.bytes, descriptor: bytes) }
             let metadata: MediaMetadata
@@ -118,13 +134,15 @@ extension FileSystem {
             case .media(let m):
                 metadata = m
             }
-            let fate = try destiny(of: hashed.sha256, name: newName, folder: to, over: over)
+            let decide = { try self.destiny(of: hashed.sha256, name: newName, folder: to, over: over) }
+            let fate = try decide()
             if case .stayPlain = fate { return try plainMove() }
             let photo = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs,
                                    file: file.blobSHA256 == nil ? hashed : nil)
             let landed = try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
                                   explicitMtimeNs: file.explicitMtimeNs,
-                                  mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777) { tx in
+                                  mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777,
+                                  decide: over == nil ? decide : nil) { tx in
                 if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 try tx.deletePlainFile(file.id, becomingPhoto: true)
             }
@@ -223,7 +241,7 @@ extension FileSystem {
         // the name asked for is there. Under the same name it keeps the photo's own (an
         // album's entry may be named otherwise than the photo).
         let renamedThere = newName != asset.name && (sameFolder || Names.key(newName) != Names.key(name))
-        try library.write { tx in
+        let move = { try self.library.write { tx in
             if let replacedPlain { try tx.removePlainName(replacedPlain) }
             var moved = false
             switch departure {
@@ -267,7 +285,8 @@ extension FileSystem {
                 if renamedThere { try tx.renameAsset(asset.id, to: newName) }
             default: break
             }
-        }
+        } }
+        if arrival == .deleteForGood { try whileLeaving(asset, move) } else { try move() }
         if let replacedPlain { removePlainBytes(replacedPlain) }
         if sameFolder && Rules.keepsSaves(fromKind) && Names.key(name) != Names.key(newName) {
             saves.vacated(folder: from.ino, name: name, by: asset.id, renamedTo: newName)
@@ -287,12 +306,16 @@ extension FileSystem {
                           vacated: SaveWindow.Vacated?, replacing replacedPlain: PlainFile?,
                           entries: [(UInt64, String)]) throws {
         let removal = try Rules.remove(from: Rules.Folder(from), name: name, folderName: from.displayName)
-        let writer = writers.get(UInt64(asset.id))
-        // Inside the writer's `io`: no close commits the bytes being written meanwhile.
-        try withIO(writer) {
+        // Inside the writer's `io` (made for the while if it has none, `whileLeaving`): no
+        // close commits the bytes being written meanwhile, and no open for writing comes
+        // between the photo's vanishing and its handles' keeping what they had open.
+        let writer = writers.writer(forAsset: asset.id)
+        defer { forgetIfIdle(writer) }
+        try writer.io {
             let fresh = saves.fresh(asset.id, in: from.ino)
             let memberships = try library.read { try $0.memberships(ofAsset: asset.id) }
             let vanishes = fresh != nil && memberships.allSatisfy { FixedInode.folder(ofAlbum: $0.albumID) == from.ino }
+            let version = vanishes ? versionForHandles(writer, of: asset) : nil
             // A temporary file whose close brought a photo back from Recently Deleted (the
             // same bytes): that photo goes back as it was, its name and deletion time.
             let restored = fresh == nil ? restoredByClose(asset, in: from) : nil
@@ -311,12 +334,16 @@ extension FileSystem {
             }
             // Handles open on it write on into `photo`: before the kernel is told, so that
             // the photo's size is then the bytes being written.
-            if let writer, writer.movesWithRename, writers.becameVersion(writer, of: photo.id) {
+            if writer.movesWithRename, writers.becameVersion(writer, of: photo.id) {
                 let pending = writer.pendingCopy() != nil
                 writer.becameVersion(of: photo.id)
                 if pending {
                     Log.info("\(name) was renamed over \(photo.name) while being written: the bytes being written go with it, and their close makes \(photo.name)'s next version")
                 }
+            } else {
+                // Handles that cannot go with the name (`photo` has a writer of its own)
+                // keep what they had open, when the photo they had open is gone.
+                handsKeep(version, writer)
             }
             if let replacedPlain { removePlainBytes(replacedPlain) }
             if vanishes {

@@ -458,6 +458,14 @@ final class Writer: @unchecked Sendable {
 
     var isDirty: Bool { withLock { phase == .dirty } }
 
+    /// No handle, and nothing to save or show: a photo's writer that can go.
+    var isIdle: Bool {
+        withLock {
+            guard openCount == 0, phase == .clean, case .current = bytes else { return false }
+            return true
+        }
+    }
+
     /// The number of the file whose bytes these are now (`ino` is the one it was made
     /// for: a rename may have handed it to another file since).
     var targetIno: UInt64 {
