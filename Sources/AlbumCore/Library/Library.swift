@@ -30,12 +30,28 @@ public final class Library: Sendable {
     let unfinishedMark: Int64
     let readers: ConnectionPool
     private let lock: LibraryLock?
-    private let writes = Locked<UInt64>(0)
+    private let writes = Locked(WriteTally())
 
     /// Moves on when a write transaction starts and when it ends: a value read before
     /// and after something was read from the library says whether a write may have
     /// happened meanwhile, through this process.
-    public var writeCount: UInt64 { writes.withLock { $0 } }
+    public var writeCount: UInt64 { writes.withLock { $0.started &+ $0.ended } }
+
+    /// Write transactions of this process started and ended so far.
+    public struct WriteTally: Sendable, Equatable {
+        public var started: UInt64 = 0
+        public var ended: UInt64 = 0
+    }
+
+    public var writeTally: WriteTally { writes.withLock { $0 } }
+
+    /// Whether no write can have committed between `before` (taken with `writeTally`)
+    /// and now: none of this process was under way then, none started since, and no
+    /// other process or host writes to this library (SQLite: the mount is its only
+    /// writer).
+    public func noWriteCommitted(since before: WriteTally) -> Bool {
+        backend == .sqlite && before.started == before.ended && writes.withLock { $0.started } == before.started
+    }
 
     public enum Backend: Sendable, Equatable {
         case sqlite
@@ -238,8 +254,8 @@ public final class Library: Sendable {
     /// afterwards, outside the writer lock, together with the commits of other writers
     /// that commit meanwhile (`GroupCommit`).
     public func write<T>(_ durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
-        writes.withLock { $0 &+= 1 }
-        defer { writes.withLock { $0 &+= 1 } }
+        writes.withLock { $0.started &+= 1 }
+        defer { writes.withLock { $0.ended &+= 1 } }
         let (result, commit) = try writer.withLock { db in
             let syncedByServer = durability == .durable && groupCommit == nil
             let result = try db.transaction(.write(durable: syncedByServer)) { try body(Transaction(db: db, library: self)) }

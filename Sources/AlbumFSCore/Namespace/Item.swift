@@ -160,11 +160,10 @@ extension FileSystem {
 
     /// `item(_:in:)` on a reader connection.
     func item(_ ino: UInt64) throws -> Item? {
-        if let found = try library.read({ try item(ino, in: $0) }) { return found }
         // An object's kinds are tried one statement each (`object`), and a change that
         // committed between two of them (a plain file becoming the photo that keeps its
-        // number) can hide it from both: a miss looks once more in one snapshot.
-        return try library.read(snapshot: true) { try item(ino, in: $0) }
+        // number) can hide it from both.
+        try lookingAgainAfterAMiss { snapshot in try library.read(snapshot: snapshot) { try item(ino, in: $0) } }
     }
 
     /// The item, or ENOENT.
