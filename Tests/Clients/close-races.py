@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""A file's close racing with a rename, a link or a removal of its name by another
-thread, as a photo tool and a file manager (or a sync client) may do: each round writes
-a JPEG into a new file of an album and closes it (the close makes it a photo) while
-another thread, after a random pause, renames, links or removes it. Whichever goes first,
-the end must be as on a disk: every call succeeds, and the names are as the rename, link
-or removal left them.
+"""A file's close racing with a rename, a link, a removal, a chmod or a touch of it by
+another thread, as a photo tool and a file manager (or a sync client) may do: each
+round writes a JPEG into a new file of an album (in half the rounds it then saves it
+again: its next version) and closes it, the close making it a photo or a version, while
+another thread, after a random pause, renames, links, removes, chmods or touches it.
+Whichever goes first, the end must be as on a disk: every call succeeds, the names are
+as the rename, link or removal left them, and the mode or mtime is the one set.
 
     close-races.py ALBUM JPEG ROUNDS
 
@@ -21,12 +22,17 @@ rnd = random.Random(7)
 said = []
 
 
-def race(i, what):
+def race(i, what, saved):
     name = os.path.join(album, 'r%d.jpg' % i)
     other = os.path.join(album, 'r%d-%s.jpg' % (i, what))
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     # A distinct photo each round: a tail after the JPEG's end.
     os.write(fd, jpeg + b'%d' % i)
+    if saved:
+        # The close that races is a save of a photo: its next version.
+        os.close(fd)
+        fd = os.open(name, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, jpeg + b'%d saved' % i)
     errors = []
     pause = rnd.uniform(0, 0.004)
 
@@ -37,6 +43,10 @@ def race(i, what):
                 os.rename(name, other)
             elif what == 'ln':
                 os.link(name, other)
+            elif what == 'chmod':
+                os.chmod(name, 0o600)
+            elif what == 'touch':
+                os.utime(name, (1000000000, 1000000000))
             else:
                 os.unlink(name)
         except OSError as e:
@@ -51,16 +61,23 @@ def race(i, what):
     thread.join()
     shown = {n for n in os.listdir(album) if n.startswith('r%d.' % i) or n.startswith('r%d-' % i)}
     expected = {'mv': {os.path.basename(other)}, 'ln': {os.path.basename(name), os.path.basename(other)},
-                'rm': set()}[what]
+                'rm': set()}.get(what, {os.path.basename(name)})
     if errors or shown != expected:
-        said.append('round %d (%s after %.1f ms): %s; names %s, expected %s'
-                    % (i, what, pause * 1000, ', '.join(errors) or 'no error', sorted(shown), sorted(expected)))
+        said.append('round %d (%s%s after %.1f ms): %s; names %s, expected %s'
+                    % (i, what, ' of a save' if saved else '', pause * 1000, ', '.join(errors) or 'no error', sorted(shown), sorted(expected)))
+    elif what in ('chmod', 'touch'):
+        st = os.stat(name)
+        got = oct(st.st_mode & 0o777) if what == 'chmod' else int(st.st_mtime)
+        wanted = oct(0o600) if what == 'chmod' else 1000000000
+        if got != wanted:
+            said.append('round %d (%s%s after %.1f ms): %s, expected %s'
+                        % (i, what, ' of a save' if saved else '', pause * 1000, got, wanted))
     for n in shown:
         os.unlink(os.path.join(album, n))
 
 
 for i in range(rounds):
-    race(i, ('mv', 'ln', 'rm')[i % 3])
+    race(i, ('mv', 'ln', 'rm', 'chmod', 'touch')[i % 5], saved=i % 10 >= 5)
 for line in said:
     print(line)
 sys.exit(1 if said else 0)

@@ -194,21 +194,24 @@ final class LoadTests: XCTestCase {
         XCTAssertEqual(check.status, 0, check.stdout)
     }
 
-    /// A new file's close, which makes it a photo, racing with a rename, a link or a
-    /// removal of its name by another thread (Tests/Clients/close-races.py, 300 rounds,
-    /// the other call after a random pause of up to 4 ms): whichever goes first, every
-    /// call succeeds and the names are what the rename, the link or the removal left.
-    /// Before, one round in four ended otherwise: the rename's or the link's new name
-    /// gone (the close landed the photo under the name it began with, or dropped the
-    /// link's name with the plain file's row), or the call failing with ENOENT (the
-    /// name was looked for in two tables while the close moved it from one to the other).
+    /// A new file's close, which makes it a photo, or a photo's save, racing with a
+    /// rename, a link, a removal, a chmod or a touch of it by another thread
+    /// (Tests/Clients/close-races.py, 500 rounds, the other call after a random pause of
+    /// up to 4 ms): whichever goes first, every call succeeds, the names are what the
+    /// rename, the link or the removal left, and the mode or mtime is the one set.
+    /// Before, one round in four of the first three ended otherwise: the rename's or the
+    /// link's new name gone (the close landed the photo under the name it began with, or
+    /// dropped the link's name with the plain file's row), or the call failing with
+    /// ENOENT (the name was looked for in two tables while the close moved it from one to
+    /// the other); and half the chmods and touches were lost (the photo took the mode
+    /// and mtime the file had when the close began, a save's version its write time).
     func testACloseRacingWithMvLnOrRmOfItsNameEndsAsOnADisk() throws {
         XCTAssertTrue(try Processes.albumfs("init", lib).ok)
         mount = try MountedLibrary(library: lib, temp: temp)
         let album = mount.mountpoint + "/Albums/race"
         try FileManager.default.createDirectory(atPath: album, withIntermediateDirectories: true)
         let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/close-races.py", album,
-                                                Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg", "300"], timeout: 120)
+                                                Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg", "500"], timeout: 120)
         XCTAssertTrue(run.ok, run.stdout + run.stderr)
         mount.unmount()
         let check = try Processes.albumfs("check", lib)

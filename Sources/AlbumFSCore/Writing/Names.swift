@@ -13,7 +13,7 @@ extension FileSystem {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
-        try afterCloses(of: { try lookupEntry(in: folder, name: name) }, plainFiles: { [$0?.plainFile].compactMap { $0 } }) { entry in
+        try afterCloses(of: { try lookupEntry(in: folder, name: name) }, files: { [$0] }) { entry in
             guard let entry else { throw FSError.noEntry(name) }
             try unlink(entry, name: name, in: folder)
         }
@@ -219,7 +219,7 @@ extension FileSystem {
     public func link(ino: UInt64, newParent: UInt64, newName bytes: [UInt8]) throws -> Attributes {
         try checkWritable()
         let name = try validName(bytes)
-        return try afterCloses(of: { try item(ino) }, plainFiles: { [$0?.plainFile].compactMap { $0 } }) { linked in
+        return try afterCloses(of: { try item(ino) }, files: { [$0] }) { linked in
             try link(linked, ino: ino, newParent: newParent, name: name)
         }
     }

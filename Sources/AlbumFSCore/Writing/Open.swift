@@ -446,9 +446,21 @@ extension FileSystem {
             invalidate([.attributes(elsewhere)])  // asked by another number: the kernel's are stale
             return try getattr(ino, node: node)
         }
+        // A file's mode and times (a size is the writer's business, under its `io`) wait
+        // for a close of it in progress (`afterCloses`): one that makes a plain file a
+        // photo gives it the mode and times the file had when it began, and a save's
+        // version is stamped with its write time. Set meanwhile, they were lost.
+        let changesRowOnly = changes.size == nil
+        return try afterCloses(of: { try item(ino) }, files: { changesRowOnly ? [$0] : [] }, photosToo: true) { item in
+            try setattr(item, ino, node: node, changes)
+        }
+    }
+
+    /// setattr of `item`, what inode `ino` is (nil: nothing now).
+    private func setattr(_ item: Item?, _ ino: UInt64, node: UInt64?, _ changes: AttributeChanges) throws -> Attributes {
         // The kernel inode the change comes through: the handle's, for ftruncate.
         let handleNode = changes.handle.flatMap { handles.get($0)?.node } ?? node
-        guard let item = try item(ino) else {
+        guard let item else {
             // ftruncate and futimens of a plain file removed while open.
             if let a = try setUnlinkedAttributes(ino, changes) { return a }
             throw FSError.noEntry("inode \(ino)")

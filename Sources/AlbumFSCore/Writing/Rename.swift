@@ -16,7 +16,7 @@ extension FileSystem {
         let newName = try validName(newBytes)
         let (from, to) = try library.read { r in (try folder(parent, in: r), try folder(newParent, in: r)) }
         try afterCloses(of: { try renamed(name, from: from, to: to, newName: newName) },
-                        plainFiles: { [$0.0.plainFile, $0.1?.plainFile].compactMap { $0 } }) { source, target in
+                        files: { [$0.0, $0.1] }) { source, target in
             try rename(source, from: from, name: name, target: target, to: to, newName: newName,
                        parent: parent, newParent: newParent, flags: flags)
         }
