@@ -203,8 +203,9 @@ final class LoadTests: XCTestCase {
     /// link's new name gone (the close landed the photo under the name it began with, or
     /// dropped the link's name with the plain file's row), or the call failing with
     /// ENOENT (the name was looked for in two tables while the close moved it from one to
-    /// the other); and half the chmods and touches were lost (the photo took the mode
-    /// and mtime the file had when the close began, a save's version its write time).
+    /// the other); and a quarter to a third of the chmods and touches were lost (the
+    /// photo took the mode and mtime the file had when the close began, a save's version
+    /// its write time).
     func testACloseRacingWithMvLnOrRmOfItsNameEndsAsOnADisk() throws {
         XCTAssertTrue(try Processes.albumfs("init", lib).ok)
         mount = try MountedLibrary(library: lib, temp: temp)
