@@ -221,6 +221,25 @@ final class NamespaceTests: XCTestCase {
         XCTAssertEqual(fs.listingPagesReadAhead, 1, "only the first page read ahead was served")
     }
 
+    /// One setattr that cuts a plain file and sets its mode and mtime, as an NFS SETATTR
+    /// may: the cut changes the file's row (its ctime), and the mode and times that
+    /// follow, which check that the row is as it was found (another host's change
+    /// would make them look again), must expect the row as the cut left it.
+    func testOneSetattrCutsAPlainFileAndSetsItsModeAndMtime() throws {
+        let album = try lookup("Albums/Trips/Tuscany 2008").ino
+        let (created, output) = try fs.create(parent: album, name: Array("notes.txt".utf8), mode: 0o644, flags: O_WRONLY)
+        let out = try XCTUnwrap(output)
+        let ten = [UInt8](repeating: 0x61, count: 10)
+        _ = try ten.withUnsafeBytes { try fs.write(handle: out.handle, bytes: $0, offset: 0) }
+        try fs.flush(handle: out.handle)
+        fs.release(handle: out.handle)
+        let mtime: Int64 = 1_000_000_000_000_000_000
+        let after = try fs.setattr(created.ino, FileSystem.AttributeChanges(size: 3, mode: 0o600, mtimeNs: mtime))
+        XCTAssertEqual(after.size, 3)
+        XCTAssertEqual(after.mode & 0o7777, 0o600)
+        XCTAssertEqual(after.mtimeNs, mtime)
+    }
+
     func testReadsServeTheOriginalBytes() throws {
         let attributes = try lookup("All Photos/DSCN0021.jpg")
         let opened = try fs.open(attributes.ino, flags: O_RDONLY)

@@ -219,6 +219,35 @@ final class LoadTests: XCTestCase {
         XCTAssertEqual(check.status, 0, check.stdout)
     }
 
+    /// The same race through two hosts of one PostgreSQL library (PRODUCT.md section 8):
+    /// the close through one, the rename, link, removal, chmod or touch through the other
+    /// (close-races.py with the album through host b, 300 rounds), and the names, mode
+    /// and mtime must end as expected through both. The wait of the test above is one
+    /// host's own; before each host's transaction checked that the rows it acts on are
+    /// still as it found them (`Transaction.expectUnchanged`), 28 rounds of 100 ended
+    /// otherwise: the rename or the link lost, `mv`, `ln` and `rm` failing with ENOENT,
+    /// chmods and touches lost.
+    func testACloseThroughOneHostRacingWithMvLnOrRmThroughAnotherEndsAsOnADisk() throws {
+        let database = try PostgresServer.shared().makeDatabase()
+        self.database = database
+        let created = try Processes.run(Processes.albumfs, ["init", lib, "--database", database], timeout: 60)
+        XCTAssertTrue(created.ok, created.stderr)
+        mount = try MountedLibrary(library: lib, temp: temp, name: "a", options: ["host=a"])
+        let b = try MountedLibrary(library: lib, temp: temp, name: "b", options: ["host=b"])
+        other = b
+        try FileManager.default.createDirectory(atPath: mount.mountpoint + "/Albums/race", withIntermediateDirectories: true)
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: b.mountpoint + "/Albums/race"), Date() < deadline { usleep(10_000) }
+        let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/close-races.py", mount.mountpoint + "/Albums/race",
+                                                Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg", "300",
+                                                b.mountpoint + "/Albums/race"], timeout: 300)
+        XCTAssertTrue(run.ok, run.stdout + run.stderr)
+        b.unmount()
+        mount.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
     /// PRODUCT.md section 8: the same load with half the clients on each of two hosts
     /// serving one library from PostgreSQL, while a third host's `albumfs gc` runs over
     /// and over: a blob being imported is a file without a row until its import commits,

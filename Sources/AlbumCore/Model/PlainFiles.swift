@@ -203,6 +203,13 @@ extension Transaction {
         try db.run("UPDATE plain_files SET mtime_ns = ?, changed_ns = ? WHERE id = ?", nanoseconds, nowNanoseconds(), id)
     }
 
+    /// Records a change of a plain file's bytes made without a writer (a truncate by
+    /// path): its ctime, and what another host's close of it finds changed
+    /// (`expectUnchanged`).
+    public func plainFileBytesChanged(_ id: Int64) throws {
+        try db.run("UPDATE plain_files SET changed_ns = ? WHERE id = ?", nowNanoseconds(), id)
+    }
+
     /// Records the access time a user set on a plain file.
     public func setPlainFileAtime(_ id: Int64, nanoseconds: Int64) throws {
         try db.run("UPDATE plain_files SET atime_ns = ?, changed_ns = ? WHERE id = ?", nanoseconds, nowNanoseconds(), id)
@@ -210,6 +217,18 @@ extension Transaction {
 
     public func setPlainFileMode(_ id: Int64, mode: UInt32) throws {
         try db.run("UPDATE plain_files SET mode = ?, changed_ns = ? WHERE id = ?", Int64(mode & 0o1777), nowNanoseconds(), id)
+    }
+
+    /// Throws `changedMeanwhile` unless the name `file` was found by (its `entry`) is still
+    /// that file, as it was found: same folder and name, mode, times, link count. Only
+    /// another host can change a row between a look and a write here: this host's
+    /// changes of one file are kept apart by the kernel's inode lock and the writer's
+    /// `io` (`afterCloses`). A caller that acted on what it found would undo the other
+    /// host's change, or act on a row that is gone (docs/scale.md, "A close through one
+    /// host, a rename through another").
+    public func expectUnchanged(_ file: PlainFile) throws {
+        let now = try db.first("SELECT \(PlainFile.columns) FROM \(PlainFile.rows) WHERE n.id = ?", file.entry, map: PlainFile.init)
+        guard now == file else { throw LibraryError.changedMeanwhile(file.name) }
     }
 
     /// The file was closed: it is no longer one being written.

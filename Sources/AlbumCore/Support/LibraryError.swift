@@ -16,6 +16,9 @@ public enum LibraryError: Error, CustomStringConvertible, Equatable {
     case notEmpty(String)
     case io(String, errno: Int32)
     case corrupt(String)
+    /// A row changed between the caller's look at it and its transaction (through another
+    /// host of the library): the caller looks again and starts over.
+    case changedMeanwhile(String)
 
     public var description: String {
         switch self {
@@ -35,6 +38,7 @@ public enum LibraryError: Error, CustomStringConvertible, Equatable {
         case .notEmpty(let what): return "\(what): not empty"
         case .io(let what, let code): return "\(what): \(String(cString: strerror(code)))"
         case .corrupt(let what): return what
+        case .changedMeanwhile(let what): return "\(what) changed meanwhile through another host; try again"
         }
     }
 
@@ -51,6 +55,7 @@ public enum LibraryError: Error, CustomStringConvertible, Equatable {
         case .notEmpty: return ENOTEMPTY
         case .io(_, let code): return code
         case .corrupt: return EIO
+        case .changedMeanwhile: return EAGAIN
         }
     }
 }

@@ -286,8 +286,30 @@ extension FileSystem {
 
     /// A photo's new bytes: its next version; empty, shown empty for the minute; no
     /// photo, refused.
+    ///
+    /// An mtime set meanwhile through another host (this host's `touch` waits for the
+    /// close: `afterCloses`) came after the last write, and stays, as on a disk: the
+    /// version lands again with it (`changedMeanwhile`).
     private func commitVersion(of id: Int64, _ work: Writer.Commit) throws -> Writer.Outcome {
+        var found: Asset?
+        var attempts = 1
+        while true {
+            do {
+                return try commitVersion(of: id, work, checked: attempts < 3, found: &found)
+            } catch LibraryError.changedMeanwhile(let what) where attempts < 3 {
+                attempts += 1
+                Log.debug("save of \(what): its mtime was set meanwhile through another host; it stays")
+            }
+        }
+    }
+
+    /// `found`: the photo as the first attempt found it.
+    private func commitVersion(of id: Int64, _ work: Writer.Commit, checked: Bool, found: inout Asset?) throws -> Writer.Outcome {
         guard let photo = try library.asset(id: id) else { return .keptPlain }
+        let first = found ?? photo
+        found = first
+        let explicitMtimeNs = work.explicitMtimeNs
+            ?? (photo.mtimeNanoseconds != first.mtimeNanoseconds ? photo.mtimeNanoseconds : nil)
         guard case .copy(let fd, let path) = work.bytes else { return .keptPlain }
         var clock = PhaseClock()
         defer { clock.log("save of \(photo.name)") }
@@ -313,7 +335,11 @@ extension FileSystem {
             let bytes = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs, file: hashed)
             let folder = Item.allPhotos
             let landed = try land(bytes, as: photo.name, in: folder, destiny: .version(of: photo, vacated: nil), fileID: id,
-                                  explicitMtimeNs: work.explicitMtimeNs, mode: nil, placed: takePlacement(), inFlight: true) { _ in }
+                                  explicitMtimeNs: explicitMtimeNs, mode: nil, placed: takePlacement(), inFlight: true) { tx in
+                if checked, try tx.asset(id: id)?.mtimeNanoseconds != photo.mtimeNanoseconds {
+                    throw LibraryError.changedMeanwhile(photo.name)
+                }
+            }
             clock.mark("stored")
             discard(path)
             afterLanding(landed, folder: folder, entries: [])
@@ -324,14 +350,33 @@ extension FileSystem {
     /// A plain file's bytes at a close: a photo when they are one under a visible name in
     /// a folder that imports (or under a name a photo left a moment ago); else it stays a
     /// plain file (the log says why, once, for a visible name).
+    ///
+    /// What it becomes is decided by the file's row as the close finds it, and the row
+    /// must still be so when it lands. This host's mv, ln, rm, chmod and touch of the
+    /// file wait for the close (`afterCloses`); another host's do not, and what they
+    /// changed meanwhile (`changedMeanwhile`) makes the close decide again with the row as
+    /// it is now: the photo under the name it was renamed to, a file linked meanwhile kept
+    /// plain, the mode and mtime set. After three such changes it lands as it found it.
     private func commitPlainFile(_ id: Int64, _ work: Writer.Commit, _ writer: Writer) throws -> Writer.Outcome {
+        var attempts = 1
+        while true {
+            do {
+                return try commitPlainFile(id, work, writer, checked: attempts < 3)
+            } catch LibraryError.changedMeanwhile(let what) where attempts < 3 {
+                attempts += 1
+                Log.debug("close of plain file \(id): \(what) changed meanwhile through another host; deciding again")
+            }
+        }
+    }
+
+    private func commitPlainFile(_ id: Int64, _ work: Writer.Commit, _ writer: Writer, checked: Bool) throws -> Writer.Outcome {
         guard let file = try library.read({ try $0.plainFile(id: id) }), let folder = try item(file.dirIno) else {
             return .keptPlain
         }
         var clock = PhaseClock()
         defer { clock.log("close of \(file.name)") }
         if let clone = work.cloneOf {
-            return try commitClone(clone, into: file, folder: folder, writer)
+            return try commitClone(clone, into: file, folder: folder, writer, checked: checked)
         }
         // Most plain files can never become photos here: no need to read them. Nor can one
         // with several names (hard links): it stays one file under all of them.
@@ -374,6 +419,7 @@ extension FileSystem {
             let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: id,
                                   explicitMtimeNs: work.explicitMtimeNs ?? file.explicitMtimeNs, mode: mode,
                                   placed: takePlacement(), inFlight: true, decide: decide) { tx in
+                if checked { try tx.expectUnchanged(file) }
                 try tx.deletePlainFile(id, becomingPhoto: true)
             }
             clock.mark("stored")
@@ -390,7 +436,7 @@ extension FileSystem {
     /// was made (a membership, or a duplicate if the folder shows it already), as a copy
     /// of its bytes would be, without copying them. Where it cannot be a photo, the bytes
     /// are copied into the plain file after all.
-    private func commitClone(_ clone: Asset, into file: PlainFile, folder: Item, _ writer: Writer) throws -> Writer.Outcome {
+    private func commitClone(_ clone: Asset, into file: PlainFile, folder: Item, _ writer: Writer, checked: Bool) throws -> Writer.Outcome {
         let decide = { try self.destiny(of: clone.sha256, name: file.name, folder: folder, over: nil, preferring: clone.id) }
         let fate = try decide()
         var staysPlain = file.isLinked
@@ -408,6 +454,7 @@ extension FileSystem {
         let landed = try land(bytes, as: file.name, in: folder, destiny: fate, fileID: file.id,
                               explicitMtimeNs: writer.withLock({ writer.explicitMtimeNs }) ?? file.explicitMtimeNs,
                               mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777, decide: decide) { tx in
+            if checked { try tx.expectUnchanged(file) }
             try tx.deletePlainFile(file.id, becomingPhoto: true)
         }
         discard(.plainFile(file.id))

@@ -19,8 +19,25 @@ extension FileSystem {
     /// that ended meanwhile may have changed what the names are; when that changed which
     /// files have writers, the locks are let go and it starts over (a photo now has the
     /// writer the plain file had, and the photo's operations take its `io` themselves).
+    ///
+    /// Another host's close is no writer of this one: what it changed between the lookup
+    /// and `body`'s transaction shows there (`Transaction.expectUnchanged` throws
+    /// `changedMeanwhile`), and it starts over from the lookup, up to three times.
     func afterCloses<T, R>(of lookup: () throws -> T, files: (T) -> [Item?], photosToo: Bool = false,
                            _ body: (T) throws -> R) throws -> R {
+        var attempts = 1
+        while true {
+            do {
+                return try afterThisHostsCloses(of: lookup, files: files, photosToo: photosToo, body)
+            } catch LibraryError.changedMeanwhile(let what) where attempts < 3 {
+                attempts += 1
+                Log.debug("\(what) changed meanwhile through another host: looking again")
+            }
+        }
+    }
+
+    private func afterThisHostsCloses<T, R>(of lookup: () throws -> T, files: (T) -> [Item?], photosToo: Bool,
+                                            _ body: (T) throws -> R) throws -> R {
         func held(_ found: T) -> [Writer] {
             var seen = Set<ObjectIdentifier>()
             return files(found).compactMap { item -> Writer? in

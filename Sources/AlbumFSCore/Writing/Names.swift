@@ -34,7 +34,10 @@ extension FileSystem {
         case .sharedThumbnail:
             return
         case .plain(let file):
-            try library.write { try $0.removePlainName(file) }
+            try library.write { tx in
+                try tx.expectUnchanged(file)
+                try tx.removePlainName(file)
+            }
             removePlainBytes(file)
             afterChange(folders: [parent], entries: [(parent, name)])
             sidecarWent(named: file.name, in: parent)
@@ -266,8 +269,8 @@ extension FileSystem {
         _ = try folderForNewFile(newParent, name: name)
         do {
             try library.write { tx in
-                guard let current = try tx.plainFile(id: file.id) else { throw LibraryError.notFound(file.name) }
-                try tx.linkPlainFile(current, to: newParent, name: name)
+                try tx.expectUnchanged(file)
+                try tx.linkPlainFile(file, to: newParent, name: name)
             }
         } catch LibraryError.exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
         invalidate([.attributes(UInt64(file.id))])  // its link count, under every name

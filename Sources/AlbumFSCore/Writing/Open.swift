@@ -501,7 +501,7 @@ extension FileSystem {
                 try library.write { try $0.setMode(asset.id, mode & 0o1777) }
                 afterChange(asset: try library.asset(id: asset.id))
             }
-        case .plain(let file):
+        case .plain(var file):
             // A link has no bytes of its own to cut and no mode of its own (Linux has no
             // lchmod); its times are its own (rsync -a, cp -a set them with lutimes).
             if file.isSymlink, changes.size != nil { throw FSError(EINVAL, "\(file.name) is a symbolic link", logged: false) }
@@ -511,18 +511,38 @@ extension FileSystem {
                 if let writer = writer(ofHandle: changes.handle) ?? writers.get(ino) {
                     try truncate(writer, to: size)
                     bytesChanged(through: ino, writer, node: handleNode)
+                } else if file.blobSHA256 == nil {
+                    // Cut inside a transaction that finds the row as it was: see below.
+                    try library.write(.lazy) { tx in
+                        try tx.expectUnchanged(file)
+                        try explained("cannot truncate \(file.name)") { try bytesFile(of: file).truncate(to: size) }
+                        try tx.plainFileBytesChanged(file.id)
+                    }
                 } else {
                     let bytes = try ownBytes(of: file)
                     try explained("cannot truncate \(file.name)") { try bytes.truncate(to: size) }
                 }
+                // The cut changed the row (its ctime; a copy of a blob's bytes of its own):
+                // what the times and mode below expect is the row as it is now.
+                if let now = try library.read({ try $0.plainFile(named: file.name, in: file.dirIno) }) { file = now }
             }
-            if let mtime = changes.mtimeNs, file.blobSHA256 == nil {
-                let bytes = try library.files.open(.plainFile(file.id), flags: O_RDONLY)
-                try explained("cannot set the mtime of \(file.name)") { try bytes.setModificationTime(nanoseconds: mtime) }
-            }
-            // Its row's times and mode in one transaction (`touch` and `cp -p` set both times).
+            // Its row's times and mode in one transaction (`touch` and `cp -p` set both
+            // times), with its bytes file's mtime (which `stat` shows) once the row is
+            // found as it was. Another host's close, which links these bytes as a blob and
+            // records the blob's mtime in its own transaction, is then wholly before this
+            // one (this one finds the row changed, and looks again: a photo now) or after
+            // it (and finds the row changed, and decides again). Set before, the time
+            // could change a blob's after its time was recorded: `albumfs check` then
+            // found it "changed its modification time since it was stored", and reads of
+            // the photo failed.
             if changes.atimeNs != nil || changes.mtimeNs != nil || changes.mode != nil {
                 try library.write { tx in
+                    try tx.expectUnchanged(file)
+                    if let mtime = changes.mtimeNs, file.blobSHA256 == nil {
+                        try explained("cannot set the mtime of \(file.name)") {
+                            try bytesFile(of: file).setModificationTime(nanoseconds: mtime)
+                        }
+                    }
                     if let atime = changes.atimeNs { try tx.setPlainFileAtime(file.id, nanoseconds: atime) }
                     if let mtime = changes.mtimeNs { try tx.setPlainFileMtime(file.id, nanoseconds: mtime) }
                     if let mode = changes.mode { try tx.setPlainFileMode(file.id, mode: mode) }
@@ -549,6 +569,26 @@ extension FileSystem {
             }
         }
         return try getattr(ino)
+    }
+
+    /// The bytes file of plain file `file`, which has its own, for a change of it.
+    private func bytesFile(of file: PlainFile) throws -> FileDescriptor {
+        try library.files.open(.plainFile(file.id), flags: O_RDWR)
+    }
+
+    /// The bytes of plain file `file`, as it was looked up, for reading. Gone since, with
+    /// its row changed: only another host's close (which made it a photo) or `rm` does
+    /// that between the look and this, since this host's wait for the file's close
+    /// (`afterCloses`), so the caller looks again (`changedMeanwhile`).
+    func openBytes(of file: PlainFile) throws -> FileDescriptor {
+        do {
+            return try library.files.open(file.bytes, flags: O_RDONLY)
+        } catch let error as LibraryError {
+            guard case .io(_, ENOENT) = error, try library.read({ try $0.plainFile(named: file.name, in: file.dirIno) }) != file else {
+                throw error
+            }
+            throw LibraryError.changedMeanwhile(file.name)
+        }
     }
 
     /// A writer let go without a handle (a truncate by path, an open that failed).

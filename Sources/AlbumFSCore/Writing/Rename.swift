@@ -94,7 +94,10 @@ extension FileSystem {
         // A hidden backup (`.P.jpg.bak`) is a plain file: renamed on, it ends its save too.
         saves.backupMoved(folder: from.ino, name: file.name)
         func plainMove() throws {
-            let replaced = try library.write { try $0.movePlainFile(file, to: to.ino, name: newName) }
+            let replaced = try library.write { tx in
+                try tx.expectUnchanged(file)
+                return try tx.movePlainFile(file, to: to.ino, name: newName)
+            }
             if let replaced { removePlainBytes(replaced) }
             afterChange(folders: [from.ino, to.ino], entries: entries)
             // A sidecar renamed away gives back what it gave; one renamed into place
@@ -122,7 +125,7 @@ extension FileSystem {
         // (its `io` is held: `afterCloses`).
         let writer = writers.get(UInt64(file.id))
         do {
-            let bytes = try library.files.open(file.bytes, flags: O_RDONLY)
+            let bytes = try openBytes(of: file)
             let hashed = try explained("cannot read \(file.name)") { try HashedFile.hashing(file.bytes, descriptor: bytes) }
             let metadata: MediaMetadata
             switch library.classify(hashed, name: newName, reader: decoder) {
@@ -143,6 +146,7 @@ extension FileSystem {
                                   explicitMtimeNs: file.explicitMtimeNs,
                                   mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777,
                                   decide: over == nil ? decide : nil) { tx in
+                try tx.expectUnchanged(file)
                 if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 try tx.deletePlainFile(file.id, becomingPhoto: true)
             }
