@@ -73,4 +73,39 @@ final class SharedBlobStoreTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), bytes, "the short file is replaced by the whole bytes")
         XCTAssertTrue(try library.check().isHealthy)
     }
+
+    /// This host placed a photo's bytes for an import whose transaction then failed,
+    /// while another host found the file in place and committed a photo of the same
+    /// bytes: taken back, the file stays, since a row names it now. Before, it went, and
+    /// the other host's photo had no bytes (`check`: "blob file missing").
+    func testATakenBackPlacementKeepsBytesAnotherHostsRowNamesNow() throws {
+        let staged = try Staging(files: library.files).copy(from: photo)
+        defer { _ = try? library.files.remove(staged.path) }
+        guard let placement = try library.placeBlob(staged), placement.created else { return XCTFail("nothing was placed") }
+        guard case .imported = try library.importFile(at: photo, originalName: "P.jpg", destination: ImportDestination()) else {
+            return XCTFail("the photo was not imported")
+        }
+        library.takeBack(placement)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: library.files.absolute(.blob(staged.sha256))))
+        XCTAssertTrue(try library.check().isHealthy)
+    }
+
+    /// The other way round: another host found this host's placement in place, and it
+    /// was taken back (no row named it) before that host's transaction. The transaction
+    /// then finds it gone (`changedMeanwhile`), and the import places its own bytes.
+    func testALandingWhoseFoundBlobWasTakenBackStartsOver() throws {
+        let staged = try Staging(files: library.files).copy(from: photo)
+        defer { _ = try? library.files.remove(staged.path) }
+        guard let placement = try library.placeBlob(staged), placement.created else { return XCTFail("nothing was placed") }
+        XCTAssertNoThrow(try library.write { tx in try tx.expectBlobInPlace(staged.sha256) }, "in place: nothing to do")
+        library.takeBack(placement)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: library.files.absolute(.blob(staged.sha256))), "no row named it: it went")
+        XCTAssertThrowsError(try library.write { tx in try tx.expectBlobInPlace(staged.sha256) }) { error in
+            guard case LibraryError.changedMeanwhile = error else { return XCTFail("\(error)") }
+        }
+        guard case .imported = try library.importFile(at: photo, originalName: "P.jpg", destination: ImportDestination()) else {
+            return XCTFail("the photo was not imported")
+        }
+        XCTAssertTrue(try library.check().isHealthy)
+    }
 }

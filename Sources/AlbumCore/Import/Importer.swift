@@ -132,9 +132,21 @@ extension Library {
         case .notMedia(let why): return .refused(why)
         case .media(let m): metadata = m
         }
+        do {
+            return try land(staged, metadata: metadata, originalName: originalName, destination: destination)
+        } catch LibraryError.changedMeanwhile {
+            // The blob another host had placed was taken back: these bytes are placed now.
+            return try land(staged, metadata: metadata, originalName: originalName, destination: destination)
+        }
+    }
+
+    /// Places the blob of `staged` and adds its rows, in one transaction.
+    private func land(_ staged: HashedFile, metadata: MediaMetadata, originalName: String,
+                      destination: ImportDestination) throws -> ImportOutcome {
         let placement = try placeBlob(staged)
         do {
             let outcome = try write { tx -> ImportOutcome in
+                if placement == nil { try tx.expectBlobInPlace(staged.sha256) }
                 if let raced = try tx.assets(withSHA256: staged.sha256).first {
                     return try tx.addExisting(raced.id, destination: destination)
                 }
@@ -145,8 +157,28 @@ extension Library {
             blobs.seal(staged.sha256, descriptor: staged.descriptor)
             return outcome
         } catch {
-            if let placement { blobs.undo(placement) }
+            if let placement { takeBack(placement) }
             throw error
+        }
+    }
+
+    /// Takes back a placement whose transaction failed: its blob file goes, unless a row
+    /// names it now. In a store several hosts share, another host may have found the
+    /// file in place meanwhile (`placeBlob`: its bytes decide) and committed rows naming
+    /// it: the look and the removal are then one write transaction, which a landing's
+    /// look at a blob it did not place (`Transaction.expectBlobInPlace`) comes wholly
+    /// before or after. Before, a close through one host that failed took back the blob
+    /// of a photo a rename through another had just made of the same bytes (`albumfs
+    /// check`: "blob file missing").
+    public func takeBack(_ placement: BlobStore.Placement) {
+        guard placement.created else { return }
+        guard blobs.shared else { return blobs.undo(placement) }
+        do {
+            try write(.lazy) { tx in
+                if try tx.blobRecord(placement.sha256) == nil { blobs.undo(placement) }
+            }
+        } catch {
+            Log.error("blob \(placement.sha256) was not taken back (\(error)); albumfs gc removes it if no row names it")
         }
     }
 

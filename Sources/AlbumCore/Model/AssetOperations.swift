@@ -67,6 +67,15 @@ extension LibraryRecords {
 // MARK: - changes
 
 extension Transaction {
+    /// Throws `changedMeanwhile` when the blob of `sha256`, which the caller found in
+    /// place and did not place itself, is named by no row and gone: in a store several
+    /// hosts share, the host that placed it took it back (`Library.takeBack`). The caller
+    /// places its own bytes and starts over.
+    public func expectBlobInPlace(_ sha256: String) throws {
+        guard library.blobs.shared, try blobRecord(sha256) == nil, !library.blobs.exists(sha256) else { return }
+        throw LibraryError.changedMeanwhile("the blob \(sha256)")
+    }
+
     public static let trashRetentionSeconds: Int64 = 30 * 86400
 
     private func update(_ id: Int64, _ assignments: String, _ values: any SQLConvertible...) throws {

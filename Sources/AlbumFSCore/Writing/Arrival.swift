@@ -195,6 +195,7 @@ extension FileSystem {
         /// The landing's transaction.
         func carryOut(_ tx: Transaction) throws -> Landed {
             if placed?.created == true { try tx.adoptPlacedBlob(bytes.sha256, size: bytes.size) }
+            if placement == nil, bytes.file != nil { try tx.expectBlobInPlace(bytes.sha256) }
             // Marks a copy that keeps attributes set on the file while it was a plain
             // file (taken first: the landing would hand its attributes on as they are).
             let marks = try tx.plainFile(id: fileID) != nil ? try tx.takeMarks(writtenOn: fileID) : []
@@ -222,7 +223,7 @@ extension FileSystem {
                 }
             }
         } catch {
-            if let placement { library.blobs.undo(placement) }
+            if let placement { library.takeBack(placement) }
             throw error
         }
         guard let landed else { throw LibraryError.corrupt("a landing ended without landing") }

@@ -274,7 +274,7 @@ extension FileSystem {
         blobsInFlight.begin(hashed.sha256)
         defer { blobsInFlight.end(hashed.sha256) }
         var early = try explained("cannot store \(name)") { try library.blobs.placeEarly(hashed.path, sha256: hashed.sha256) }
-        defer { if let placement = early?.0 { library.blobs.undo(placement) } }
+        defer { if let placement = early?.0 { library.takeBack(placement) } }
         let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
         let kind = library.classify(hashed, name: classifiedName, reader: decoder)
         try syncing.finish()
