@@ -28,8 +28,8 @@ public final class FileSystem: Sendable {
     let kernelNodes = KernelNodes()
     /// The table each object id was found in last (`ObjectKinds`).
     let objectKinds = Locked(ObjectKinds())
-    /// Hashes whose bytes a close is placing now (`BlobsInFlight`).
-    let blobsInFlight = BlobsInFlight()
+    /// Hashes whose bytes a close is placing now (`BlobsInFlight`): the library's.
+    var blobsInFlight: BlobsInFlight { library.blobsInFlight }
     let writers = WriterTable()
     /// Listing pages read ahead of their requests (`ListingAhead`).
     let listingAhead = ListingAhead()

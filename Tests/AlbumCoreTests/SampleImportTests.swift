@@ -47,4 +47,39 @@ final class SampleImportTests: NewLibraryTestCase {
         XCTAssertEqual(plain.kinds, [])
         XCTAssertEqual(try importSample("videos/clip-2021-03-05.mp4").mediaType, .video)
     }
+
+    /// `albumfs import` runs a file per core: a folder that holds the same bytes under
+    /// several names imports them at once. Every import must succeed, and the library
+    /// end with one photo of those bytes and a healthy blob. Before imports of one hash
+    /// were kept apart (`BlobsInFlight`), a placement took the first one's file for a
+    /// crash's leftover and replaced it: two doing so at once failed ("link ... .heal",
+    /// "rename ... .heal": 400 rounds of 8 failed in each of 3 runs), and the blob's row
+    /// could keep the other file's mtime (reads failed until `check --repair`).
+    func testTheSameBytesImportedOnEveryCoreAtOnceMakeOneHealthyPhoto() throws {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg"))
+        let folder = temp.sub("card")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let rounds = 400, copies = 8
+        for round in 0..<rounds {
+            // New bytes each round: a tail after the JPEG's end.
+            let these = bytes + Data("\(round)".utf8)
+            for copy in 0..<copies { try these.write(to: URL(fileURLWithPath: "\(folder)/\(round)-\(copy).jpg")) }
+        }
+        let failures = Locked<[String]>([])
+        let library: Library = library
+        for round in 0..<rounds {
+            DispatchQueue.concurrentPerform(iterations: copies) { copy in
+                do {
+                    _ = try library.importFile(at: "\(folder)/\(round)-\(copy).jpg", originalName: "\(round)-\(copy).jpg",
+                                               destination: .library)
+                } catch {
+                    failures.withLock { $0.append("\(round)-\(copy): \(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        XCTAssertEqual(try library.read { try $0.count(in: .allPhotos) }, rounds)
+        let report = try library.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+    }
 }

@@ -140,9 +140,12 @@ extension Library {
         }
     }
 
-    /// Places the blob of `staged` and adds its rows, in one transaction.
+    /// Places the blob of `staged` and adds its rows, in one transaction; the same bytes
+    /// imported by another thread at once wait (`BlobsInFlight`), then find them.
     private func land(_ staged: HashedFile, metadata: MediaMetadata, originalName: String,
                       destination: ImportDestination) throws -> ImportOutcome {
+        blobsInFlight.begin(staged.sha256)
+        defer { blobsInFlight.end(staged.sha256) }
         let placement = try placeBlob(staged)
         do {
             let outcome = try write { tx -> ImportOutcome in

@@ -16,6 +16,8 @@ public final class Library: Sendable {
     public let root: String
     public let files: LibraryFiles
     public let blobs: BlobStore
+    /// Hashes this process is placing now (closes of the mount, imports on every core).
+    public let blobsInFlight = BlobsInFlight()
     /// Where the metadata lives.
     public let backend: Backend
     /// This host's name in a library that several hosts serve (PostgreSQL); "local" for
