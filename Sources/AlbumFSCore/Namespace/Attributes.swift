@@ -73,21 +73,20 @@ extension FileSystem {
     /// `node`: the kernel inode asked about (the current one when not said); see
     /// `kernelView`.
     public func getattr(_ ino: UInt64, node: UInt64? = nil) throws -> Attributes {
-        guard let item = try item(ino) else {
-            // A plain file removed while open is still there for its handles (fstat).
-            if let a = unlinkedAttributes(ino) { return a }
-            throw FSError.noEntry("inode \(ino)")
-        }
-        do {
-            return kernelView(try attributes(of: item, ino: ino), node: node).attributes
-        } catch let error as FSError where error.errno == ENOENT && item.plainFile != nil {
-            // A plain file gone since it was read: a close may have made it a photo, which
-            // keeps its number (the next look finds it), or an rm removed it.
-            guard let now = try self.item(ino) else {
+        var lookedAgain = false
+        while true {
+            guard let item = try item(ino) else {
+                // A plain file removed while open is still there for its handles (fstat).
                 if let a = unlinkedAttributes(ino) { return a }
-                throw error
+                throw FSError.noEntry("inode \(ino)")
             }
-            return kernelView(try attributes(of: now, ino: ino), node: node).attributes
+            do {
+                return kernelView(try attributes(of: item, ino: ino), node: node).attributes
+            } catch let error as FSError where error.errno == ENOENT && item.plainFile != nil && !lookedAgain {
+                // A plain file gone since it was read: a close may have made it a photo,
+                // which keeps its number (the next look finds it), or an rm removed it.
+                lookedAgain = true
+            }
         }
     }
 

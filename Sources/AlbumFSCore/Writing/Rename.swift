@@ -384,15 +384,17 @@ extension FileSystem {
                                 replacing replacedPlain: PlainFile?) throws {
         try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
         let removal = try Rules.remove(from: Rules.Folder(from), name: name, folderName: from.displayName)
-        let writer = writers.get(UInt64(asset.id))
-        // Inside the writer's `io`: no close commits those bytes meanwhile.
-        let handedOver: Bool = try withIO(writer) {
-            let pending = writer?.pendingCopy()
+        // Inside the writer's `io` (one made for the while if it has none): no close
+        // commits those bytes meanwhile, and no open for writing begins.
+        let writer = writers.writer(forAsset: asset.id)
+        defer { forgetIfIdle(writer) }
+        let handedOver: Bool = try writer.io {
+            let pending = writer.pendingCopy()
             // Handles open for writing that wrote nothing yet go with the name as well:
             // what they write next is the plain file's, never the photo's.
             // (A copy of the whole photo: only for a handle that writes, never for readers.)
-            let untouched = pending == nil && writer.map { $0.holdsCurrentBytesOpen && handles.writes($0) } == true
-            let own = pending != nil || untouched || writer?.isEmptied == true ? try newInodeNumber() : nil
+            let untouched = pending == nil && writer.holdsCurrentBytesOpen && handles.writes(writer)
+            let own = pending != nil || untouched || writer.isEmptied ? try newInodeNumber() : nil
             var copy: FileDescriptor?
             do {
                 if let own {
@@ -426,7 +428,7 @@ extension FileSystem {
                 if let own { discard(.plainFile(own)) }
                 throw error
             }
-            if let own, let writer {
+            if let own {
                 if let pending {
                     writer.becamePlain(own)
                     discard(pending)
@@ -468,10 +470,4 @@ extension FileSystem {
         if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
         writers.get(UInt64(file.id))?.removed()
     }
-}
-
-/// Runs `body` inside the writer's `io` when there is a writer.
-func withIO<R>(_ writer: Writer?, _ body: () throws -> R) rethrows -> R {
-    guard let writer else { return try body() }
-    return try writer.io(body)
 }
