@@ -3,11 +3,13 @@
 two folders at once, for a while; then every file's count of names must equal the names
 that show it, and each name of a file its same size.
 
-    plain-stress.py ROOT SECONDS [links] [photos=JPEG]
+    plain-stress.py ROOT SECONDS [links] [photos=JPEG] [elsewhere=ROOT_THROUGH_ANOTHER_HOST]
 
 With photos=, names ending in .jpg are saved whole with that JPEG's bytes (or them and a
 tail, which makes them another photo): photos arrive, get versions and go among the plain
-files' races.
+files' races. With elsewhere=, half the processes work through that root, the same
+folder through another host of the library; the end is checked through both, once each
+has seen the other's last changes.
 
 Every call may lose a race with another process, as on any disk, and then fails with
 ENOENT (the name went) or EEXIST (it came); any other error, and a close that fails at
@@ -25,6 +27,8 @@ root, seconds = sys.argv[1], float(sys.argv[2])
 links = 'links' in sys.argv[3:]
 photo = [arg[len('photos='):] for arg in sys.argv[3:] if arg.startswith('photos=')]
 jpeg = open(photo[0], 'rb').read() if photo else None
+elsewhere = [arg[len('elsewhere='):] for arg in sys.argv[3:] if arg.startswith('elsewhere=')]
+roots = [root] + elsewhere
 folders = [os.path.join(root, name) for name in ('A', 'B')]
 names = ['n%d' % i for i in range(12)] + (['p%d.jpg' % i for i in range(6)] if jpeg else [])
 # With photos, a close or a rename may be refused as the contract says: bytes that are no
@@ -36,6 +40,8 @@ refusals = (errno.EINVAL,) if jpeg else ()
 def client(seed):
     rnd = random.Random(seed)
     end = time.monotonic() + seconds
+    mine = roots[seed % len(roots)]
+    folders = [os.path.join(mine, name) for name in ('A', 'B')]
     said, done = [], 0
     while time.monotonic() < end:
         a = os.path.join(rnd.choice(folders), rnd.choice(names))
@@ -76,11 +82,27 @@ if __name__ == '__main__':
     with multiprocessing.Pool(6) as pool:
         results = pool.map(client, range(6))
     said = [line for lines, _ in results for line in lines]
-    files = {}
-    for folder in folders:
-        for name in os.listdir(folder):
-            st = os.lstat(os.path.join(folder, name))
-            files.setdefault(st.st_ino, []).append((name, st.st_nlink, st.st_size))
+
+    def seen(through):
+        files = {}
+        for folder in ('A', 'B'):
+            for name in os.listdir(os.path.join(through, folder)):
+                try:
+                    st = os.lstat(os.path.join(through, folder, name))
+                except FileNotFoundError:
+                    continue  # another host's removal, not seen in the listing yet
+                files.setdefault(st.st_ino, []).append((folder + '/' + name, st.st_nlink, st.st_size))
+        return {number: sorted(shown) for number, shown in files.items()}
+
+    files = seen(root)
+    if elsewhere:
+        # Each host sees the other's last changes a moment later.
+        deadline = time.monotonic() + 10
+        while seen(elsewhere[0]) != files and time.monotonic() < deadline:
+            time.sleep(0.05)
+            files = seen(root)
+        if seen(elsewhere[0]) != files:
+            said.append('the hosts disagree: %s through one, %s through the other' % (files, seen(elsewhere[0])))
     for number, shown in files.items():
         if any(count != len(shown) for _, count, _ in shown) or len({size for _, _, size in shown}) != 1:
             said.append('inode %d: %s' % (number, shown))

@@ -194,6 +194,47 @@ final class LoadTests: XCTestCase {
         XCTAssertEqual(check.status, 0, check.stdout)
     }
 
+    /// A new PostgreSQL library mounted as host a (`mount`) and host b (returned, also
+    /// `other`), both unmounted and the database dropped at tearDown.
+    func mountTwoHosts() throws -> MountedLibrary {
+        let database = try PostgresServer.shared().makeDatabase()
+        self.database = database
+        let created = try Processes.run(Processes.albumfs, ["init", lib, "--database", database], timeout: 60)
+        XCTAssertTrue(created.ok, created.stderr)
+        mount = try MountedLibrary(library: lib, temp: temp, name: "a", options: ["host=a"])
+        let b = try MountedLibrary(library: lib, temp: temp, name: "b", options: ["host=b"])
+        other = b
+        return b
+    }
+
+    /// Waits up to 10 s for `path`, made through host a, to show through host b.
+    func waitUntilShown(_ path: String) {
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: path), Date() < deadline { usleep(10_000) }
+    }
+
+    /// The plain files' races through two hosts of one PostgreSQL library (PRODUCT.md
+    /// section 8): half of plain-stress.py's processes work through host b, 10 s with
+    /// hard links; every call ends as on a disk, both hosts end showing the same files
+    /// with the same counts of names and sizes, and `albumfs check` passes. (With photos
+    /// among them, a close through one host still fails with EEXIST now and then: a
+    /// rename through the other put a photo under the same name; docs/scale.md, "Known
+    /// gaps".)
+    func testProcessesOnTwoHostsRacingOnPlainFilesEndAsOnADisk() throws {
+        let b = try mountTwoHosts()
+        for folder in ["A", "B"] {
+            try FileManager.default.createDirectory(atPath: mount.mountpoint + "/Albums/race/" + folder, withIntermediateDirectories: true)
+        }
+        waitUntilShown(b.mountpoint + "/Albums/race/B")
+        let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-stress.py", mount.mountpoint + "/Albums/race",
+                                                "10", "links", "elsewhere=" + b.mountpoint + "/Albums/race"], timeout: 120)
+        XCTAssertTrue(run.ok, run.stdout + run.stderr)
+        b.unmount()
+        mount.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
     /// A new file's close, which makes it a photo, or a photo's save, racing with a
     /// rename, a link, a removal, a chmod or a touch of it by another thread
     /// (Tests/Clients/close-races.py, 500 rounds, the other call after a random pause of
@@ -228,16 +269,9 @@ final class LoadTests: XCTestCase {
     /// otherwise: the rename or the link lost, `mv`, `ln` and `rm` failing with ENOENT,
     /// chmods and touches lost.
     func testACloseThroughOneHostRacingWithMvLnOrRmThroughAnotherEndsAsOnADisk() throws {
-        let database = try PostgresServer.shared().makeDatabase()
-        self.database = database
-        let created = try Processes.run(Processes.albumfs, ["init", lib, "--database", database], timeout: 60)
-        XCTAssertTrue(created.ok, created.stderr)
-        mount = try MountedLibrary(library: lib, temp: temp, name: "a", options: ["host=a"])
-        let b = try MountedLibrary(library: lib, temp: temp, name: "b", options: ["host=b"])
-        other = b
+        let b = try mountTwoHosts()
         try FileManager.default.createDirectory(atPath: mount.mountpoint + "/Albums/race", withIntermediateDirectories: true)
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: b.mountpoint + "/Albums/race"), Date() < deadline { usleep(10_000) }
+        waitUntilShown(b.mountpoint + "/Albums/race")
         let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/close-races.py", mount.mountpoint + "/Albums/race",
                                                 Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg", "300",
                                                 b.mountpoint + "/Albums/race"], timeout: 300)
@@ -253,13 +287,7 @@ final class LoadTests: XCTestCase {
     /// and over: a blob being imported is a file without a row until its import commits,
     /// which gc must not take for a crash's leftover.
     func testEightClientsOnTwoHostsWithGCAgainstTheirModels() throws {
-        let database = try PostgresServer.shared().makeDatabase()
-        self.database = database
-        let created = try Processes.run(Processes.albumfs, ["init", lib, "--database", database], timeout: 60)
-        XCTAssertTrue(created.ok, created.stderr)
-        mount = try MountedLibrary(library: lib, temp: temp, name: "a", options: ["host=a"])
-        let b = try MountedLibrary(library: lib, temp: temp, name: "b", options: ["host=b"])
-        other = b
+        let b = try mountTwoHosts()
         let stop = Locked(false)
         let library: String = lib
         let collector = Thread {
