@@ -13,9 +13,9 @@ public final class BlobsInFlight: @unchecked Sendable {
     private var placing = Set<String>()
     private let changed = NSCondition()
 
-    /// Marks `sha256` as being placed by the caller, once no other close places it.
     public init() {}
 
+    /// Marks `sha256` as being placed by the caller, once no one else places it.
     public func begin(_ sha256: String) {
         changed.lock()
         defer { changed.unlock() }
@@ -29,7 +29,7 @@ public final class BlobsInFlight: @unchecked Sendable {
         changed.unlock()
     }
 
-    /// Returns once no close places `sha256`.
+    /// Returns once no one places `sha256`.
     public func waitWhilePlaced(_ sha256: String) {
         changed.lock()
         defer { changed.unlock() }
