@@ -292,14 +292,8 @@ extension FileSystem {
     /// version lands again with it (`changedMeanwhile`).
     private func commitVersion(of id: Int64, _ work: Writer.Commit) throws -> Writer.Outcome {
         var found: Asset?
-        var attempts = 1
-        while true {
-            do {
-                return try commitVersion(of: id, work, checked: attempts < 3, found: &found)
-            } catch LibraryError.changedMeanwhile(let what) where attempts < 3 {
-                attempts += 1
-                Log.debug("save of \(what): its mtime was set meanwhile through another host; it stays")
-            }
+        return try againWhileChangedMeanwhile(tries: 3, { "save of \($0): its mtime was set meanwhile through another host; it stays" }) {
+            try commitVersion(of: id, work, checked: !$0, found: &found)
         }
     }
 
@@ -358,14 +352,8 @@ extension FileSystem {
     /// it is now: the photo under the name it was renamed to, a file linked meanwhile kept
     /// plain, the mode and mtime set. After three such changes it lands as it found it.
     private func commitPlainFile(_ id: Int64, _ work: Writer.Commit, _ writer: Writer) throws -> Writer.Outcome {
-        var attempts = 1
-        while true {
-            do {
-                return try commitPlainFile(id, work, writer, checked: attempts < 3)
-            } catch LibraryError.changedMeanwhile(let what) where attempts < 3 {
-                attempts += 1
-                Log.debug("close of plain file \(id): \(what) changed meanwhile through another host; deciding again")
-            }
+        try againWhileChangedMeanwhile(tries: 3, { "close of plain file \(id): \($0) changed meanwhile through another host; deciding again" }) {
+            try commitPlainFile(id, work, writer, checked: !$0)
         }
     }
 

@@ -27,13 +27,23 @@ extension FileSystem {
     /// tries now and then, and a call on a disk never fails so.
     func afterCloses<T, R>(of lookup: () throws -> T, files: (T) -> [Item?], photosToo: Bool = false,
                            _ body: (T) throws -> R) throws -> R {
-        var attempts = 1
+        try againWhileChangedMeanwhile(tries: 20, { "\($0) changed meanwhile through another host: looking again" }) { _ in
+            try afterThisHostsCloses(of: lookup, files: files, photosToo: photosToo, body)
+        }
+    }
+
+    /// Runs `body` again while it throws `changedMeanwhile` (another host changed what it
+    /// acts on between its look and its transaction), `tries` times at most; `body` is
+    /// told when it runs for the last time. `saying` is the debug line of a try again.
+    func againWhileChangedMeanwhile<R>(tries: Int, _ saying: (String) -> String,
+                                       _ body: (_ lastTry: Bool) throws -> R) throws -> R {
+        var attempt = 1
         while true {
             do {
-                return try afterThisHostsCloses(of: lookup, files: files, photosToo: photosToo, body)
-            } catch LibraryError.changedMeanwhile(let what) where attempts < 20 {
-                attempts += 1
-                Log.debug("\(what) changed meanwhile through another host: looking again")
+                return try body(attempt == tries)
+            } catch LibraryError.changedMeanwhile(let what) where attempt < tries {
+                attempt += 1
+                Log.debug(saying(what))
             }
         }
     }
