@@ -103,6 +103,23 @@ final class PostgresConnectionTests: XCTestCase {
         XCTAssertEqual(try PostgresConnection(database).query("SELECT n FROM counter WHERE id = 1"), [["2"]])
     }
 
+    /// A write naming a row that another host removed between the caller's look and the
+    /// writers' lock (a foreign key with nothing to point at) is `changedMeanwhile`, so
+    /// that the caller looks again: before, an `rm` of a photo that a save through the
+    /// other host had just made vanish failed with EIO. Nothing of it is committed.
+    func testAWriteNamingARowRemovedMeanwhileIsChangedMeanwhile() throws {
+        let conn = try PostgresConnection(database)
+        try conn.execute("CREATE TABLE parents (id bigint PRIMARY KEY); CREATE TABLE children (id bigint PRIMARY KEY, parent bigint REFERENCES parents(id))")
+        let db = try PostgresDatabase(database)
+        XCTAssertThrowsError(try db.transaction(.write(durable: true)) {
+            try db.run("INSERT INTO parents VALUES (?)", 1)
+            try db.run("INSERT INTO children VALUES (?, ?)", 1, 2)
+        }) { error in
+            guard case LibraryError.changedMeanwhile = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(try conn.query("SELECT count(*) FROM parents"), [["0"]], "the transaction is rolled back")
+    }
+
     /// A listener gets a notification when the sender's transaction commits, not
     /// before, with its payload, and only on the channels it listens to.
     func testNotificationsArriveAtCommit() throws {

@@ -83,9 +83,20 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
                 // wal_writer_delay: the same promise as SQLite's synchronous=NORMAL.
                 if !durable { try execute("SET LOCAL synchronous_commit = off") }
             }
-            return try body()
+            do {
+                return try body()
+            } catch let error as PostgresError where error.sqlState == Self.foreignKeyViolation {
+                // A row this change names went between the caller's look and the writer
+                // lock: another host removed it meanwhile (a photo a save made vanish, an
+                // album deleted). The caller looks again (`changedMeanwhile`); with one
+                // host (SQLite) every look and change of a call are in order, and there
+                // such an error stays what it is: a defect.
+                throw LibraryError.changedMeanwhile("a row it names (\(error.message.prefix { $0 != "\n" }))")
+            }
         }
     }
+
+    private static let foreignKeyViolation = "23503"
 
     /// PostgreSQL's generic plan for `sql`: the one it would use for any values of the
     /// parameters (PostgreSQL 15 has no `EXPLAIN (GENERIC_PLAN)`; a prepared statement

@@ -104,6 +104,43 @@ extension FileSystem {
         return try library.plainFile(named: name, in: folder.ino).map { .plain($0) }
     }
 
+    /// `occupant`, read inside a write transaction.
+    private func occupant(in folder: Item, name: String, _ tx: Transaction) throws -> Item? {
+        guard case .thumbnails = folder else { return try entryNamed(name, in: folder, tx)?.0 }
+        return try tx.plainFile(named: name, in: folder.ino).map { .plain($0) }
+    }
+
+    /// Inside the write transaction of a new name (create, ln, ln -s): `name` in `folder`
+    /// is still free. This host's kernel keeps such calls apart from its other calls in
+    /// the folder (its lock of the folder), but not from another host's: a photo renamed
+    /// there through that host since the look before the transaction would have shared
+    /// its name with the new file (and made the file's close fail with EEXIST, seen with
+    /// `plain-stress.py photos= elsewhere=`). EEXIST, as on a disk where the name came
+    /// first.
+    func expectFree(_ name: String, in folder: Item, _ tx: Transaction) throws {
+        if try occupant(in: folder, name: name, tx) != nil { throw LibraryError.exists(name) }
+    }
+
+    /// Inside the write transaction of a rename of `source`: what `name` in `folder` names
+    /// is still `found`, what the look before the transaction found there (nil: nothing,
+    /// or `source` itself, renamed to its own name in another case). Else
+    /// `changedMeanwhile`: another host changed it meanwhile, and the rename looks again
+    /// (`afterCloses`) and does what it then finds to do (replace it, save over it).
+    func expectEntry(_ found: Item?, named name: String, in folder: Item, renaming source: Item, _ tx: Transaction) throws {
+        let now = try occupant(in: folder, name: name, tx)
+        if Self.sameEntry(now, found) || found == nil && Self.sameEntry(now, source) { return }
+        throw LibraryError.changedMeanwhile(name)
+    }
+
+    private static func sameEntry(_ a: Item?, _ b: Item?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case (.plain(let a)?, .plain(let b)?): return a.entry == b.entry  // each name of a file is an entry of its own
+        case (let a?, let b?): return a.ino == b.ino
+        default: return false
+        }
+    }
+
     /// `lookupEntry`, with the name the entry has.
     func lookupNamed(in folder: Item, name: String) throws -> (Item, String)? {
         // A name is looked for in several tables, one statement each, and a change that
@@ -125,66 +162,69 @@ extension FileSystem {
     }
 
     private func lookupNamed(in folder: Item, name: String, snapshot: Bool) throws -> (Item, String)? {
+        try library.read(snapshot: snapshot) { try entryNamed(name, in: folder, $0) }
+    }
+
+    /// What `name` is in `folder` as `r` has it, with the name it has there.
+    private func entryNamed(_ name: String, in folder: Item, _ r: any LibraryRecords) throws -> (Item, String)? {
         let key = Names.key(name)
-        return try library.read(snapshot: snapshot) { r -> (Item, String)? in
-            switch folder {
-            case .root:
-                if let (shown, item) = Self.rootChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
-                if let trash = try r.album(named: name, in: Album.rootParent) { return (.album(trash), trash.name) }
-            case .smartAlbums:
-                if let (shown, item) = Self.smartChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
-            case .albumsTop:
-                if let album = try r.album(named: name, in: 0) { return (.album(album), album.name) }
-            case .byDate:
-                if let year = Int(name), String(year) == name, (1000...9999).contains(year),
-                   try Self.dateFolderIsThere(year, divisor: 10000, r) {
-                    return (.year(year), name)
-                }
-            case .year(let year):
-                if let month = DateNames.parseMonth(name, year: year), try Self.dateFolderIsThere(month, divisor: 100, r) {
-                    return (.month(month), DateNames.month(month))
-                }
-            case .month(let month):
-                if let day = DateNames.parseDay(name, month: month), try Self.dateFolderIsThere(day, divisor: 1, r) {
-                    return (.day(day), DateNames.day(day))
-                }
-            case .thumbnails(let folderIno):
-                // Files copied into an album's .thumbnails/ first (they cannot be named
-                // as a thumbnail AlbumFS shows: creating such a name opens that one).
-                if let plain = try r.plainFile(named: name, in: folder.ino) { return (.plain(plain), plain.name) }
-                guard name.lowercased().hasSuffix(".jpg"), !removedThumbnails.isRemoved(name, in: folder.ino),
-                      let (asset, shown) = try assetEntry(in: folderIno, named: String(name.dropLast(4)), r) else { return nil }
-                if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return nil }
-                return (.thumbnail(asset), shown + ".jpg")
-            case .sharedThumbnails(let folderIno):
-                if let size = Self.sharedSizes.first(where: { $0.name == name }) {
-                    return (.sharedSize(of: folderIno, large: size.large), size.name)
-                }
-                return nil
-            case .sharedSize(let folderIno, let large):
-                guard let entry = try sharedEntry(in: folderIno, large: large, named: name, r) else { return nil }
-                if thumbnails.failed(sha256: entry.asset.sha256, size: sharedSourceSize(large: large)) { return nil }
-                return (.sharedThumbnail(entry), name)
-            case .allPhotos, .smart, .day:
-                if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
-                if key == Names.key(Self.sharedFolderName) { return (.sharedThumbnails(of: folder.ino), Self.sharedFolderName) }
-                if let asset = try r.asset(named: name, in: folder.view!) { return (.asset(asset), asset.name) }
-            case .album(let album):
-                if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
-                if key == Names.key(Self.sharedFolderName) { return (.sharedThumbnails(of: folder.ino), Self.sharedFolderName) }
-                // A name is one thing in a folder (every way in checks all three), so the
-                // order only decides the cost: photos first, since most names are photos'
-                // (one query fewer per lookup: on PostgreSQL, a round trip).
-                if let (membership, asset) = try r.member(named: name, ofAlbum: album.id, trashed: album.role == .trashFiles) {
-                    return (.asset(asset), membership.name)
-                }
-                if let sub = try r.album(named: name, in: album.id) { return (.album(sub), sub.name) }
-            case .asset, .plain, .thumbnail, .sharedThumbnail:
-                throw FSError(ENOTDIR, "not a folder", logged: false)
+        switch folder {
+        case .root:
+            if let (shown, item) = Self.rootChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
+            if let trash = try r.album(named: name, in: Album.rootParent) { return (.album(trash), trash.name) }
+        case .smartAlbums:
+            if let (shown, item) = Self.smartChildren.first(where: { Names.key($0.0) == key }) { return (item, shown) }
+        case .albumsTop:
+            if let album = try r.album(named: name, in: 0) { return (.album(album), album.name) }
+        case .byDate:
+            if let year = Int(name), String(year) == name, (1000...9999).contains(year),
+               try Self.dateFolderIsThere(year, divisor: 10000, r) {
+                return (.year(year), name)
             }
+        case .year(let year):
+            if let month = DateNames.parseMonth(name, year: year), try Self.dateFolderIsThere(month, divisor: 100, r) {
+                return (.month(month), DateNames.month(month))
+            }
+        case .month(let month):
+            if let day = DateNames.parseDay(name, month: month), try Self.dateFolderIsThere(day, divisor: 1, r) {
+                return (.day(day), DateNames.day(day))
+            }
+        case .thumbnails(let folderIno):
+            // Files copied into an album's .thumbnails/ first (they cannot be named
+            // as a thumbnail AlbumFS shows: creating such a name opens that one).
             if let plain = try r.plainFile(named: name, in: folder.ino) { return (.plain(plain), plain.name) }
+            guard name.lowercased().hasSuffix(".jpg"), !removedThumbnails.isRemoved(name, in: folder.ino),
+                  let (asset, shown) = try assetEntry(in: folderIno, named: String(name.dropLast(4)), r) else { return nil }
+            if thumbnails.failed(sha256: asset.sha256, size: options.thumbnailSize) { return nil }
+            return (.thumbnail(asset), shown + ".jpg")
+        case .sharedThumbnails(let folderIno):
+            if let size = Self.sharedSizes.first(where: { $0.name == name }) {
+                return (.sharedSize(of: folderIno, large: size.large), size.name)
+            }
             return nil
+        case .sharedSize(let folderIno, let large):
+            guard let entry = try sharedEntry(in: folderIno, large: large, named: name, r) else { return nil }
+            if thumbnails.failed(sha256: entry.asset.sha256, size: sharedSourceSize(large: large)) { return nil }
+            return (.sharedThumbnail(entry), name)
+        case .allPhotos, .smart, .day:
+            if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
+            if key == Names.key(Self.sharedFolderName) { return (.sharedThumbnails(of: folder.ino), Self.sharedFolderName) }
+            if let asset = try r.asset(named: name, in: folder.view!) { return (.asset(asset), asset.name) }
+        case .album(let album):
+            if key == Names.key(Self.thumbnailsFolderName) { return (.thumbnails(of: folder.ino), Self.thumbnailsFolderName) }
+            if key == Names.key(Self.sharedFolderName) { return (.sharedThumbnails(of: folder.ino), Self.sharedFolderName) }
+            // A name is one thing in a folder (every way in checks all three), so the
+            // order only decides the cost: photos first, since most names are photos'
+            // (one query fewer per lookup: on PostgreSQL, a round trip).
+            if let (membership, asset) = try r.member(named: name, ofAlbum: album.id, trashed: album.role == .trashFiles) {
+                return (.asset(asset), membership.name)
+            }
+            if let sub = try r.album(named: name, in: album.id) { return (.album(sub), sub.name) }
+        case .asset, .plain, .thumbnail, .sharedThumbnail:
+            throw FSError(ENOTDIR, "not a folder", logged: false)
         }
+        if let plain = try r.plainFile(named: name, in: folder.ino) { return (.plain(plain), plain.name) }
+        return nil
     }
 
     /// The asset shown as `name` in a folder that lists assets, with its name there.

@@ -266,10 +266,11 @@ extension FileSystem {
     /// file may be created; the file then stays plain under every name
     /// (docs/namespace.md, "Hard links").
     private func linkPlain(_ file: PlainFile, newParent: UInt64, name: String) throws -> Attributes {
-        _ = try folderForNewFile(newParent, name: name)
+        let folder = try folderForNewFile(newParent, name: name)
         do {
             try library.write { tx in
                 try tx.expectUnchanged(file)
+                try expectFree(name, in: folder, tx)
                 try tx.linkPlainFile(file, to: newParent, name: name)
             }
         } catch LibraryError.exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
@@ -286,10 +287,11 @@ extension FileSystem {
     /// a file of its own: the photo's next versions do not change it (docs/namespace.md,
     /// "Hard links").
     private func linkAsPlainFile(_ asset: Asset, newParent: UInt64, name: String) throws -> Attributes {
-        _ = try folderForNewFile(newParent, name: name)
+        let folder = try folderForNewFile(newParent, name: name)
         let file = try library.write { tx in
-            try tx.createPlainFile(named: name, in: newParent, mode: asset.mode ?? Self.defaultFileMode, blob: asset.sha256,
-                                   mtimeNs: asset.mtimeNanoseconds)
+            try expectFree(name, in: folder, tx)
+            return try tx.createPlainFile(named: name, in: newParent, mode: asset.mode ?? Self.defaultFileMode, blob: asset.sha256,
+                                          mtimeNs: asset.mtimeNanoseconds)
         }
         afterChange(folders: [newParent], entries: [(newParent, name)])
         return try attributes(of: file)
@@ -306,7 +308,7 @@ extension FileSystem {
         let name = try validName(bytes)
         if target.isEmpty || target.contains(0) { throw FSError(EINVAL, "the link \(name) needs a target", logged: false) }
         if target.count >= Int(PATH_MAX) { throw FSError(ENAMETOOLONG, "the target of the link \(name) is too long", logged: false) }
-        _ = try folderForNewFile(parent, name: name)
+        let folder = try folderForNewFile(parent, name: name)
         let id = try newInodeNumber()
         do {
             let file = try library.files.open(.plainFile(id), flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
@@ -314,6 +316,7 @@ extension FileSystem {
             try file.sync()
             try library.files.syncFolder(LibraryPath.plainFile(id).parent)
             try library.write { tx in
+                try expectFree(name, in: folder, tx)
                 try tx.createPlainFile(named: name, in: parent, mode: 0o777, id: id, symlink: true)
             }
         } catch {

@@ -36,6 +36,7 @@ extension FileSystem {
             // an open (mknod, as file servers create) is whole now.
             if !open { try library.files.syncFolder(LibraryPath.plainFile(id).parent) }
             try library.write(open ? .lazy : .durable) { tx in
+                try expectFree(name, in: folder, tx)
                 try tx.createPlainFile(named: name, in: parent, mode: mode & 0o1777, id: id, unfinished: open)
             }
         } catch {

@@ -96,6 +96,7 @@ extension FileSystem {
         func plainMove() throws {
             let replaced = try library.write { tx in
                 try tx.expectUnchanged(file)
+                try expectEntry(target, named: newName, in: to, renaming: .plain(file), tx)
                 return try tx.movePlainFile(file, to: to.ino, name: newName)
             }
             if let replaced { removePlainBytes(replaced) }
@@ -147,6 +148,7 @@ extension FileSystem {
                                   mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777,
                                   decide: over == nil ? decide : nil) { tx in
                 try tx.expectUnchanged(file)
+                try expectEntry(target, named: newName, in: to, renaming: .plain(file), tx)
                 if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 try tx.deletePlainFile(file.id, becomingPhoto: true)
             }
@@ -246,6 +248,7 @@ extension FileSystem {
         // album's entry may be named otherwise than the photo).
         let renamedThere = newName != asset.name && (sameFolder || Names.key(newName) != Names.key(name))
         let move = { try self.library.write { tx in
+            try self.expectEntry(target, named: newName, in: to, renaming: .asset(asset), tx)
             if let replacedPlain { try tx.removePlainName(replacedPlain) }
             var moved = false
             switch departure {
@@ -327,6 +330,9 @@ extension FileSystem {
                                    writtenNs: asset.mtimeNs ?? fresh?.writtenNs ?? asset.mtimeNanoseconds, file: nil)
             let landed = try land(bytes, as: newName, in: to, destiny: .version(of: photo, vacated: vacated),
                                   fileID: asset.id, explicitMtimeNs: nil, mode: asset.mode) { tx in
+                // Over `photo`, or onto the name it left (free, or a plain file's).
+                let found: Item? = vacated == nil ? .asset(photo) : replacedPlain.map { .plain($0) }
+                try expectEntry(found, named: newName, in: to, renaming: .asset(asset), tx)
                 if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 if vanishes {
                     try tx.vanish(asset.id, into: photo.id)
@@ -415,6 +421,7 @@ extension FileSystem {
                     }
                 }
                 try library.write { tx in
+                    try expectEntry(replacedPlain.map { .plain($0) }, named: newName, in: to, renaming: .asset(asset), tx)
                     if let replacedPlain { try tx.removePlainName(replacedPlain) }
                     try remove(asset, as: name, by: removal, tx)
                     let mode = asset.mode ?? Self.defaultFileMode
