@@ -74,6 +74,47 @@ final class SharedBlobStoreTests: XCTestCase {
         XCTAssertTrue(try library.check().isHealthy)
     }
 
+    /// A plain file's bytes (`plain/<id>`, as the mount keeps a file being written)
+    /// stored as a blob.
+    func plainFileHolding(_ bytes: Data, id: Int64) throws -> HashedFile {
+        let fd = try library.files.open(.plainFile(id), flags: O_RDWR | O_CREAT | O_EXCL)
+        _ = try bytes.withUnsafeBytes { try fd.write($0, at: 0) }
+        return try HashedFile.hashing(.plainFile(id), descriptor: fd)
+    }
+
+    /// Another host may still write into a plain file this host makes a photo of (its
+    /// handles do not know), so the blob is a copy of the bytes, never a second name of
+    /// the file: writes into it afterwards leave the blob as it was. Before, the blob
+    /// was a link, and `plain-stress.py photos= elsewhere=` found blobs whose bytes had
+    /// changed under their photos.
+    func testAPlainFilesBytesArePlacedAsACopyOfTheirOwn() throws {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: photo))
+        let file = try plainFileHolding(bytes, id: 900_001)
+        XCTAssertNotNil(try library.placeBlob(file))
+        let blob = library.files.absolute(.blob(file.sha256)), plain = library.files.absolute(.plainFile(900_001))
+        XCTAssertNotEqual(inode(blob), inode(plain), "the blob is a file of its own")
+        _ = try Data("another host's write".utf8).withUnsafeBytes { try file.descriptor.write($0, at: 0) }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: blob)), bytes, "a write into the plain file leaves the blob alone")
+        var st = stat()
+        XCTAssertEqual(stat(blob, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o400, "read-only, as every blob")
+        XCTAssertEqual(try library.blobs.healLeftovers(), [], "no second name is left")
+    }
+
+    /// Bytes that changed between their hash and their copy (another host writing into
+    /// the file) are no blob of that hash: `changedMeanwhile`, so that the close reads
+    /// them again, and nothing is placed.
+    func testAPlainFileChangedBeforeItsCopyIsNotPlaced() throws {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: photo))
+        let file = try plainFileHolding(bytes, id: 900_002)
+        _ = try Data("another host's write".utf8).withUnsafeBytes { try file.descriptor.write($0, at: 0) }
+        XCTAssertThrowsError(try library.placeBlob(file)) { error in
+            guard case LibraryError.changedMeanwhile = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertFalse(library.blobs.exists(file.sha256))
+        XCTAssertEqual(try library.blobs.healLeftovers(), [], "no second name is left")
+    }
+
     /// This host placed a photo's bytes for an import whose transaction then failed,
     /// while another host found the file in place and committed a photo of the same
     /// bytes: taken back, the file stays, since a row names it now. Before, it went, and

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// The content-addressed store of originals (`LibraryPath.blob`). A blob is named by the
 /// SHA-256 of its bytes and never changes once stored: it is fsynced, linked into place
@@ -6,10 +7,10 @@ import Glibc
 /// on.
 ///
 /// A store that several hosts share (a library on PostgreSQL) is written more carefully:
-/// a blob is linked into place only once its bytes are synced (no early link), and a
-/// blob file of the same name found without a row is another host's placement about to
-/// be committed as often as a leftover, so it is kept when its bytes are right
-/// (`Library.placeBlob`).
+/// a blob is linked into place only once its bytes are synced (no early link), a plain
+/// file's bytes are copied into place, never linked (`placeCopy`), and a blob file of
+/// the same name found without a row is another host's placement about to be committed
+/// as often as a leftover, so it is kept when its bytes are right (`Library.placeBlob`).
 public struct BlobStore: Sendable {
     let files: LibraryFiles
     /// Whether other hosts place blobs here too.
@@ -49,6 +50,9 @@ public struct BlobStore: Sendable {
                       replaceDamaged: Bool = false) throws -> Placement {
         let target = LibraryPath.blob(sha256)
         if !replaceDamaged && exists(sha256) { return Placement(sha256: sha256, created: false) }
+        if shared && source.parent == .plainFiles {
+            return try placeCopy(of: source, descriptor: descriptor, sha256: sha256, replaceDamaged: replaceDamaged)
+        }
         try descriptor.sync()
         let createdFolder = try files.makeFolder(target.parent)
         if replaceDamaged {
@@ -68,6 +72,44 @@ public struct BlobStore: Sendable {
         if createdFolder { try files.syncFolder(.originals) }
         return Placement(sha256: sha256, created: true)
     }
+
+    /// `place` of a plain file's bytes in a store several hosts share: a copy of them, so
+    /// that the blob is a file of its own. A link would share the file with the plain
+    /// file, and another host may go on writing into it: through handles it has open
+    /// (that host does not know this one is making a photo of the file), or because the
+    /// file stays plain after all when this host's transaction fails once another host's
+    /// row named the blob (`Library.takeBack` then leaves the blob's name). Both were
+    /// seen as blobs whose bytes changed under their photos (`plain-stress.py photos=
+    /// elsewhere=`). The copy is hashed before it is placed: bytes changed meanwhile are
+    /// `changedMeanwhile`, and the caller reads them again.
+    private func placeCopy(of source: LibraryPath, descriptor: FileDescriptor, sha256: String,
+                           replaceDamaged: Bool) throws -> Placement {
+        let target = LibraryPath.blob(sha256)
+        let createdFolder = try files.makeFolder(target.parent)
+        // A second name first (`healLeftovers` finds it after a crash), then into place.
+        let copy = target.parent.appending(".\(sha256).\(getpid())-\(Self.copies.add(1, ordering: .relaxed).newValue).heal")
+        let made = try files.open(copy, flags: O_RDWR | O_CREAT | O_EXCL)
+        defer { _ = try? files.remove(copy) }
+        try SystemCalls.copyAll(from: descriptor, to: made, length: try descriptor.size())
+        guard try made.sha256() == sha256 else { throw LibraryError.changedMeanwhile("the bytes of \(source)") }
+        try made.setMode(0o400)  // sealed at once: nothing writes this file
+        try made.sync()
+        if replaceDamaged {
+            try files.rename(copy, to: target)
+        } else {
+            do {
+                try files.link(copy, to: target)
+            } catch let error as LibraryError where error.errno == EEXIST {
+                return Placement(sha256: sha256, created: false)  // another host placed it first
+            }
+        }
+        try files.syncFolder(target.parent)
+        if createdFolder { try files.syncFolder(.originals) }
+        return Placement(sha256: sha256, created: true)
+    }
+
+    /// Numbers the copies this process makes (`placeCopy`), for their second names.
+    private static let copies = Atomic<UInt64>(0)
 
     /// Links `source` into `originals/` under its hash before its bytes are synced, so
     /// that the file and the folder that now names it can be synced side by side
@@ -112,8 +154,9 @@ public struct BlobStore: Sendable {
         try files.remove(.blob(sha256))
     }
 
-    /// Second names of healing bytes (`.<sha256>.heal`, see `place`) that a crash left
-    /// between their link and their rename over the damaged blob: for gc to remove.
+    /// Second names of bytes on their way into place (`.<sha256>.heal` of healing bytes,
+    /// `.<sha256>.<pid>-<n>.heal` of a copy, see `place`) that a crash left: for gc to
+    /// remove.
     public func healLeftovers() throws -> [LibraryPath] {
         var result: [LibraryPath] = []
         for folder in try files.names(in: .originals) where folder.utf8.count == 2 {

@@ -84,6 +84,9 @@ func explained<T>(_ message: @autoclosure () -> String, file: String = #fileID, 
                   _ body: () throws -> T) throws -> T {
     do {
         return try body()
+    } catch LibraryError.changedMeanwhile(let what) {
+        // Not a failure yet: the caller's loop looks again (`againWhileChangedMeanwhile`).
+        throw LibraryError.changedMeanwhile(what)
     } catch {
         throw FSError.wrapping(error, message(), file: file, line: line)
     }
