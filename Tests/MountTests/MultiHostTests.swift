@@ -177,6 +177,29 @@ final class MultiHostTests: XCTestCase {
         XCTAssertTrue(check.ok, check.stdout + check.stderr)
     }
 
+    /// A photo deleted for good through host b while a process has it open for writing
+    /// through host a, with nothing written yet: as on a disk, the process writes on into
+    /// the bytes it opened and closes without an error, and nothing it wrote comes back
+    /// into the library. Before, its first write failed with EIO ("no bytes to copy"),
+    /// seen with `plain-stress.py photos= elsewhere=`.
+    func testAPhotoDeletedThroughOneHostWhileOpenThroughTheOtherTakesItsWrites() throws {
+        try sh("cp '\(gps)/DSCN0010.jpg' '\(a.mountpoint)/All Photos/P.jpg'")
+        waitFor("P.jpg through b") { exists(b.mountpoint + "/All Photos/P.jpg") }
+        let fd = open(a.mountpoint + "/All Photos/P.jpg", O_WRONLY | O_APPEND)
+        XCTAssertGreaterThanOrEqual(fd, 0, String(cString: strerror(errno)))
+        try sh("rm '\(b.mountpoint)/All Photos/P.jpg' && rm '\(b.mountpoint)/Smart Albums/Recently Deleted/P.jpg'")
+        let tail = Array("a tail".utf8)
+        XCTAssertEqual(write(fd, tail, tail.count), tail.count, String(cString: strerror(errno)))
+        XCTAssertEqual(close(fd), 0, String(cString: strerror(errno)))
+        waitFor("P.jpg gone through a") { !exists(a.mountpoint + "/All Photos/P.jpg") }
+        XCTAssertEqual(names(a.mountpoint + "/All Photos"), [], "nothing it wrote is a photo")
+        XCTAssertEqual(names(b.mountpoint + "/Smart Albums/Recently Deleted"), [])
+        a.unmount()
+        b.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
     /// PostgreSQL ends every session (as a restart does): both daemons connect again,
     /// the first operation after it included, and host b's listener too, which says it may
     /// have missed changes and then hears the next ones.

@@ -139,10 +139,11 @@ extension FileSystem {
         // photo it saved, or deleted for good), before it had handles that could keep its
         // bytes (`whileLeaving`, which holds `io` meanwhile): gone, as for a lookup a
         // moment later.
-        if try writer.io({ try library.asset(id: asset.id) == nil }) {
+        guard let now = try writer.io({ try library.asset(id: asset.id) }) else {
             release(writer)
             throw FSError.noEntry(asset.name)
         }
+        writer.opened(version: now.sha256)
         // In the handle table first: a writer may wait there for readers to close, and
         // truncates nothing if they do not.
         let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name, pid: pid)
@@ -196,13 +197,13 @@ extension FileSystem {
         if case .replaced(let version) = writer.withLock({ writer.bytes }) {
             // A version a save replaced while this writer's handles had it open.
             (source, size, name) = ({ version }, try version.size(), "inode \(writer.ino)")
-        } else {
-            guard case .asset(let id) = writer.target, let asset = try library.asset(id: id) else {
-                throw FSError(EIO, "inode \(writer.ino) has no bytes to copy")
-            }
+        } else if case .asset(let id) = writer.target, let asset = try library.asset(id: id) {
             // Opened only when some of it is kept: `cp` over a photo whose original is
             // damaged or missing (O_TRUNC) needs none of it, and heals it (`commitVersion`).
             (source, size, name) = ({ try self.library.openBlob(of: asset) }, asset.size, asset.name)
+        } else {
+            let version = try versionOpened(by: writer)
+            (source, size, name) = ({ version }, try version.size(), "inode \(writer.ino)")
         }
         let length = min(keeping ?? size, size)
         let (copy, path) = try Staging(files: library.files).makeFile(prefix: "version")
@@ -213,6 +214,24 @@ extension FileSystem {
             throw FSError.wrapping(error, "cannot copy \(name) to write it")
         }
         return (copy, path)
+    }
+
+    /// The photo left the library through another host (deleted for good, or a save's
+    /// temporary photo vanishing into the photo it saved) while these handles had it
+    /// open, with nothing written: as handles of a removed file do on a disk, they go on
+    /// with the version they opened (returned), and no close saves what they write.
+    /// (Through this host they are handed that version as the photo leaves:
+    /// `whileLeaving`.) Before, their first write failed with EIO. A version that is gone
+    /// too (`albumfs gc`), or none known (a close saved one since), is EBADF, as for a
+    /// removed file's handles here.
+    private func versionOpened(by writer: Writer) throws -> FileDescriptor {
+        guard case .asset = writer.target else { throw FSError(EIO, "inode \(writer.ino) has no bytes to copy") }
+        guard let sha256 = writer.withLock({ writer.versionOpened }), let version = try? library.blobs.open(sha256) else {
+            throw FSError(EBADF, "inode \(writer.ino) was removed through another host", logged: false)
+        }
+        writer.removed()
+        Log.info("inode \(writer.ino) left the library through another host while open: its handles keep the version they opened; what they write is not saved")
+        return version
     }
 
     /// The bytes of a whole photo copied into a plain file (a clone being written to).

@@ -87,6 +87,10 @@ final class Writer: @unchecked Sendable {
     /// copy_file_range of a whole photo into an empty new plain file: no byte is copied;
     /// the close places that photo where the file was made (as `cp` of its bytes would).
     private(set) var cloneOf: Asset?
+    /// The blob of the photo's version that its handles opened (nil after a close saved
+    /// another): what their first write copies when the photo left the library through
+    /// another host meanwhile (`FileSystem.copyOfCurrent`).
+    private(set) var versionOpened: String?
 
     private let state = NSLock()
     private let ioLock = NSLock()
@@ -209,6 +213,9 @@ final class Writer: @unchecked Sendable {
     func synced() { withLock { syncedSinceWrite = true } }
 
     func removed() { withLock { phase = .removed } }
+
+    /// A handle opened the photo when its current version was the blob `sha256`.
+    func opened(version sha256: String) { withLock { if case .current = bytes { versionOpened = sha256 } } }
 
     /// Unlinked while open (or replaced by a save while open with nothing to save).
     var isRemoved: Bool { withLock { phase == .removed } }
@@ -359,6 +366,7 @@ final class Writer: @unchecked Sendable {
             case .committed(let asset):
                 target = .asset(asset)
                 bytes = .current
+                versionOpened = nil
                 stream = nil
                 cloneOf = nil
                 explicitMtimeNs = nil
