@@ -149,7 +149,7 @@ extension Library {
         let placement = try placeBlob(staged)
         do {
             let outcome = try write { tx -> ImportOutcome in
-                if placement == nil { try tx.expectBlobInPlace(staged.sha256) }
+                if placement?.created != true { try tx.expectBlobInPlace(staged.sha256) }
                 if let raced = try tx.assets(withSHA256: staged.sha256).first {
                     return try tx.addExisting(raced.id, destination: destination)
                 }

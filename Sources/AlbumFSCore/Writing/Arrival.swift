@@ -195,7 +195,9 @@ extension FileSystem {
         /// The landing's transaction.
         func carryOut(_ tx: Transaction) throws -> Landed {
             if placed?.created == true { try tx.adoptPlacedBlob(bytes.sha256, size: bytes.size) }
-            if placement == nil, bytes.file != nil { try tx.expectBlobInPlace(bytes.sha256) }
+            // Found in place, or placed by another host a moment before this one's link
+            // (a placement that did not create the file): that host may take it back.
+            if placement?.created != true, bytes.file != nil { try tx.expectBlobInPlace(bytes.sha256) }
             // Marks a copy that keeps attributes set on the file while it was a plain
             // file (taken first: the landing would hand its attributes on as they are).
             let marks = try tx.plainFile(id: fileID) != nil ? try tx.takeMarks(writtenOn: fileID) : []
