@@ -230,24 +230,37 @@ final class LoadTests: XCTestCase {
     /// name taken through two hosts at once" and "Shared blobs"); 22 runs of 20 s by
     /// hand were clean after their fixes.
     func testProcessesOnTwoHostsRacingOnPlainFilesAndPhotosEndAsOnADisk() throws {
-        try racePlainStressOnTwoHosts(["photos=" + Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg"])
+        try racePlainStressOnTwoHosts(["photos=" + Self.racingJPEG])
     }
 
     /// plain-stress.py for 10 s with links through two hosts, then `albumfs check`.
     func racePlainStressOnTwoHosts(_ arguments: [String]) throws {
-        let b = try mountTwoHosts()
-        for folder in ["A", "B"] {
-            try FileManager.default.createDirectory(atPath: mount.mountpoint + "/Albums/race/" + folder, withIntermediateDirectories: true)
+        try raceOnTwoHosts(folders: ["A", "B"]) { here, there in
+            [Self.client("plain-stress.py"), here, "10", "links", "elsewhere=" + there] + arguments
         }
-        waitUntilShown(b.mountpoint + "/Albums/race/B")
-        let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-stress.py", mount.mountpoint + "/Albums/race",
-                                                "10", "links", "elsewhere=" + b.mountpoint + "/Albums/race"] + arguments, timeout: 120)
+    }
+
+    /// Runs a client of Tests/Clients (python3 with `arguments`, given `Albums/race`
+    /// through each host) through two hosts of one PostgreSQL library, its `folders`
+    /// made through host a and seen through host b first; then unmounts both, and
+    /// `albumfs check` must pass.
+    func raceOnTwoHosts(folders: [String] = [""], _ arguments: (_ here: String, _ there: String) -> [String]) throws {
+        let b = try mountTwoHosts()
+        let here = mount.mountpoint + "/Albums/race", there = b.mountpoint + "/Albums/race"
+        for folder in folders {
+            try FileManager.default.createDirectory(atPath: here + "/" + folder, withIntermediateDirectories: true)
+        }
+        waitUntilShown(there + "/" + folders[folders.count - 1])
+        let run = try Processes.run("python3", arguments(here, there), timeout: 300)
         XCTAssertTrue(run.ok, run.stdout + run.stderr)
         b.unmount()
         mount.unmount()
         let check = try Processes.albumfs("check", lib)
         XCTAssertEqual(check.status, 0, check.stdout)
     }
+
+    static func client(_ name: String) -> String { Samples.packageRoot + "/Tests/Clients/" + name }
+    static let racingJPEG = Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg"
 
     /// A new file's close, which makes it a photo, or a photo's save, racing with a
     /// rename, a link, a removal, a chmod or a touch of it by another thread
@@ -283,17 +296,7 @@ final class LoadTests: XCTestCase {
     /// otherwise: the rename or the link lost, `mv`, `ln` and `rm` failing with ENOENT,
     /// chmods and touches lost.
     func testACloseThroughOneHostRacingWithMvLnOrRmThroughAnotherEndsAsOnADisk() throws {
-        let b = try mountTwoHosts()
-        try FileManager.default.createDirectory(atPath: mount.mountpoint + "/Albums/race", withIntermediateDirectories: true)
-        waitUntilShown(b.mountpoint + "/Albums/race")
-        let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/close-races.py", mount.mountpoint + "/Albums/race",
-                                                Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg", "300",
-                                                b.mountpoint + "/Albums/race"], timeout: 300)
-        XCTAssertTrue(run.ok, run.stdout + run.stderr)
-        b.unmount()
-        mount.unmount()
-        let check = try Processes.albumfs("check", lib)
-        XCTAssertEqual(check.status, 0, check.stdout)
+        try raceOnTwoHosts { here, there in [Self.client("close-races.py"), here, Self.racingJPEG, "300", there] }
     }
 
     /// A new file's name taken at once through two hosts (PRODUCT.md section 8): a create
@@ -303,17 +306,7 @@ final class LoadTests: XCTestCase {
     /// again (`expectFree`, `expectEntry`), 34 of 200 rounds ended otherwise: the rename
     /// failed with EEXIST, or the album showed the name twice.
     func testANameTakenThroughTwoHostsAtOnceEndsAsOnADisk() throws {
-        let b = try mountTwoHosts()
-        try FileManager.default.createDirectory(atPath: mount.mountpoint + "/Albums/race", withIntermediateDirectories: true)
-        waitUntilShown(b.mountpoint + "/Albums/race")
-        let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/name-races.py", mount.mountpoint + "/Albums/race",
-                                                b.mountpoint + "/Albums/race", Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg",
-                                                "100"], timeout: 300)
-        XCTAssertTrue(run.ok, run.stdout + run.stderr)
-        b.unmount()
-        mount.unmount()
-        let check = try Processes.albumfs("check", lib)
-        XCTAssertEqual(check.status, 0, check.stdout)
+        try raceOnTwoHosts { here, there in [Self.client("name-races.py"), here, there, Self.racingJPEG, "100"] }
     }
 
     /// PRODUCT.md section 8: the same load with half the clients on each of two hosts

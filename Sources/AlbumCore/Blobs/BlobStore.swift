@@ -55,17 +55,27 @@ public struct BlobStore: Sendable {
         }
         try descriptor.sync()
         let createdFolder = try files.makeFolder(target.parent)
+        var synced = source
         if replaceDamaged {
             // A second name first, then over the damaged file in one rename.
-            let fresh = target.parent.appending(".\(sha256).heal")
-            _ = try files.remove(fresh)
-            try files.link(source, to: fresh)
-            try files.rename(fresh, to: target)
+            synced = target.parent.appending(".\(sha256).heal")
+            _ = try files.remove(synced)
+            try files.link(source, to: synced)
+        }
+        return try putInPlace(synced, as: sha256, replaceDamaged: replaceDamaged, createdFolder: createdFolder)
+    }
+
+    /// The last steps of a placement: `synced`, a name of the synced bytes, linked to the
+    /// blob's name (renamed over it, when `replaceDamaged`), and the folders synced.
+    private func putInPlace(_ synced: LibraryPath, as sha256: String, replaceDamaged: Bool, createdFolder: Bool) throws -> Placement {
+        let target = LibraryPath.blob(sha256)
+        if replaceDamaged {
+            try files.rename(synced, to: target)
         } else {
             do {
-                try files.link(source, to: target)
+                try files.link(synced, to: target)
             } catch let error as LibraryError where error.errno == EEXIST {
-                return Placement(sha256: sha256, created: false)  // another import placed it first
+                return Placement(sha256: sha256, created: false)  // another import or host placed it first
             }
         }
         try files.syncFolder(target.parent)
@@ -94,18 +104,7 @@ public struct BlobStore: Sendable {
         guard try made.sha256() == sha256 else { throw LibraryError.changedMeanwhile("the bytes of \(source)") }
         try made.setMode(0o400)  // sealed at once: nothing writes this file
         try made.sync()
-        if replaceDamaged {
-            try files.rename(copy, to: target)
-        } else {
-            do {
-                try files.link(copy, to: target)
-            } catch let error as LibraryError where error.errno == EEXIST {
-                return Placement(sha256: sha256, created: false)  // another host placed it first
-            }
-        }
-        try files.syncFolder(target.parent)
-        if createdFolder { try files.syncFolder(.originals) }
-        return Placement(sha256: sha256, created: true)
+        return try putInPlace(copy, as: sha256, replaceDamaged: replaceDamaged, createdFolder: createdFolder)
     }
 
     /// Numbers the copies this process makes (`placeCopy`), for their second names.
