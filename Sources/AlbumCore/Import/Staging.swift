@@ -58,7 +58,7 @@ public struct Staging: Sendable {
                 offset += Int64(n)
             }
         } catch {
-            try? files.remove(path)
+            _ = try? files.remove(path)
             throw error
         }
         return HashedFile(path: path, descriptor: target, sha256: hasher.finalizeHex(), size: offset, header: header,

@@ -134,7 +134,7 @@ public final class Library: Sendable {
         if name.isEmpty {
             var buffer = [CChar](repeating: 0, count: 256)
             gethostname(&buffer, buffer.count - 1)
-            name = String(cString: buffer)
+            name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
         guard !name.isEmpty, name != ".", name != "..", name.count <= 64,
               name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {

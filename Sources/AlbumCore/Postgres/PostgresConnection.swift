@@ -107,7 +107,7 @@ public final class PostgresConnection: @unchecked Sendable {
             try check(result, sql)
             prepared[sql] = name
         }
-        let result = try withCStrings(parameters) { values in
+        let result = withCStrings(parameters) { values in
             PQexecPrepared(conn, name, Int32(parameters.count), values, nil, nil, 0)
         }
         defer { PQclear(result) }

@@ -124,7 +124,7 @@ public enum PreparedSQL {
     private static let texts = Locked<Set<String>?>(nil)
 
     static func note(_ sql: String) {
-        texts.withLock { $0?.insert(sql) }
+        _ = texts.withLock { $0?.insert(sql) }
     }
 
     /// Runs `body` and returns the SQL prepared during it (new statements only: a

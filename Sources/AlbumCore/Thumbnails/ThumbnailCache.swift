@@ -52,12 +52,12 @@ public final class ThumbnailCache: Sendable {
         }
         if !mine {
             condition.lock()
-            while inFlight.withLock({ $0[key] === condition }) { condition.wait(until: Date().addingTimeInterval(1)) }
+            while inFlight.withLock({ $0[key] === condition }) { _ = condition.wait(until: Date().addingTimeInterval(1)) }
             condition.unlock()
             return cached(sha256: asset.sha256, size: size)
         }
         defer {
-            inFlight.withLock { $0.removeValue(forKey: key) }
+            _ = inFlight.withLock { $0.removeValue(forKey: key) }
             condition.lock()
             condition.broadcast()
             condition.unlock()
