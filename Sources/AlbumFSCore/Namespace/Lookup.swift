@@ -111,14 +111,13 @@ extension FileSystem {
     }
 
     /// Inside the write transaction of a new name (create, ln, ln -s): `name` in `folder`
-    /// is still free. This host's kernel keeps such calls apart from its other calls in
-    /// the folder (its lock of the folder), but not from another host's: a photo renamed
-    /// there through that host since the look before the transaction would have shared
-    /// its name with the new file (and made the file's close fail with EEXIST, seen with
-    /// `plain-stress.py photos= elsewhere=`). EEXIST, as on a disk where the name came
-    /// first.
+    /// is free, else EEXIST. Asked there, not before: this host's kernel keeps such calls
+    /// apart from its other calls in the folder (its lock of the folder), but not from
+    /// another host's, and a photo renamed there through that host between a look before
+    /// the transaction and the transaction shared its name with the new file (the file's
+    /// close then failed with EEXIST, seen with `plain-stress.py photos= elsewhere=`).
     func expectFree(_ name: String, in folder: Item, _ tx: Transaction) throws {
-        if try occupant(in: folder, name: name, tx) != nil { throw LibraryError.exists(name) }
+        if try occupant(in: folder, name: name, tx) != nil { throw FSError(EEXIST, "\(name) exists", logged: false) }
     }
 
     /// Inside the write transaction of a rename of `source`: what `name` in `folder` names

@@ -267,13 +267,11 @@ extension FileSystem {
     /// (docs/namespace.md, "Hard links").
     private func linkPlain(_ file: PlainFile, newParent: UInt64, name: String) throws -> Attributes {
         let folder = try folderForNewFile(newParent, name: name)
-        do {
-            try library.write { tx in
-                try tx.expectUnchanged(file)
-                try expectFree(name, in: folder, tx)
-                try tx.linkPlainFile(file, to: newParent, name: name)
-            }
-        } catch LibraryError.exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
+        try library.write { tx in
+            try tx.expectUnchanged(file)
+            try expectFree(name, in: folder, tx)
+            try tx.linkPlainFile(file, to: newParent, name: name)
+        }
         invalidate([.attributes(UInt64(file.id))])  // its link count, under every name
         afterChange(folders: [newParent], entries: [(newParent, name)])
         guard let now = try library.plainFile(id: file.id) else { throw FSError.noEntry(file.name) }

@@ -6,13 +6,11 @@ import Glibc
 extension FileSystem {
     // MARK: create and mknod
 
-    /// The folder `parent` where a new file `name` is to be made (create, ln, ln -s):
-    /// EEXIST when the name is taken, and what `Rules.createFile` refuses there.
+    /// The folder `parent` where a new file `name` is to be made (create, ln, ln -s), when
+    /// `Rules.createFile` allows one there. Whether the name is free is asked once, in
+    /// the transaction that takes it (`expectFree`).
     func folderForNewFile(_ parent: UInt64, name: String) throws -> Item {
         let folder = try library.read { try self.folder(parent, in: $0) }
-        if (try occupant(in: folder, name: name)) != nil {
-            throw FSError(EEXIST, "\(name) exists", logged: false)
-        }
         try Rules.createFile(in: Rules.Folder(folder), name: name, folderName: folder.displayName)
         return folder
     }
