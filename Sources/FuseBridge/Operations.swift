@@ -144,8 +144,10 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.write = { req, ino, buffer, size, offset, fi in
         let b = Bridge.from(req)
         b.handle(req, "write \(ino)") {
-            let n = try b.fs.write(handle: shim_fi_fh(fi), bytes: UnsafeRawBufferPointer(start: buffer, count: size), offset: Int64(offset))
-            fuse_reply_write(req, n)
+            // Answered before its bytes are hashed: the buffer is the request's until this returns.
+            try b.fs.write(handle: shim_fi_fh(fi), bytes: UnsafeRawBufferPointer(start: buffer, count: size), offset: Int64(offset)) {
+                fuse_reply_write(req, $0)
+            }
         }
     }
     ops.copy_file_range = { req, _, inOffset, inFi, _, outOffset, outFi, length, _ in

@@ -1,37 +1,72 @@
 import Foundation
 
 /// SHA-256 of a file while it is written front to back: each chunk is hashed as it is
-/// written, on the write's own thread, so that the close does not re-read and hash the
-/// whole file. A write anywhere but at the end gives up (the close hashes the file then).
+/// written, so that the close does not re-read and hash the whole file. A write anywhere
+/// but at the end gives up (the close hashes the file then).
+///
+/// A write first promises its chunk (in the order the writes reach the file), then
+/// hashes it, which may be after the write was answered: the writer's next chunk is
+/// copied into the kernel on one core while this one is hashed on the other. The chunks
+/// are hashed in the order they were promised; the digest waits for every promise.
 public final class StreamingHash: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NSCondition()
     // Guarded by `lock`. No hasher: a write came out of order, or the digest was taken.
     private var hasher: SHA256Hasher? = SHA256Hasher()
+    /// The end of the chunks promised, and of those hashed (never past it).
+    private var promised: Int64 = 0
     private var hashed: Int64 = 0
 
     public init() {}
 
-    /// Bytes hashed so far.
-    public var length: Int64 { lock.withLock { hashed } }
+    /// Bytes promised so far: what the file's length is when every write was in order.
+    public var length: Int64 { lock.withLock { promised } }
 
-    /// A write of `bytes` at `offset`: hashed if it extends the file at its end.
-    public func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+    /// A write of `count` bytes at `offset` reached the file: true if it extends what was
+    /// promised at its end, and then its bytes must be given to `hash` (no other promise
+    /// is hashed until they are). Out of order, the hash gives up.
+    public func promise(_ count: Int, at offset: Int64) -> Bool {
         lock.withLock {
-            guard hasher != nil else { return }
-            guard offset == hashed else {
-                _ = hasher.take()
-                return
+            guard hasher != nil else { return false }
+            guard offset == promised else {
+                giveUp()
+                return false
             }
-            hashed += Int64(bytes.count)
-            hasher?.update(bytes)
+            promised += Int64(count)
+            return true
         }
     }
 
-    /// The digest, if the whole file of `size` bytes went through the stream.
+    /// The bytes of a promise made by `promise(_:at:)`: hashed once every chunk promised
+    /// before them is.
+    public func hash(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        while hasher != nil && hashed != offset { lock.wait() }
+        guard hasher != nil else { return }
+        hasher?.update(bytes)
+        hashed += Int64(bytes.count)
+        lock.broadcast()
+    }
+
+    /// `promise` and `hash` at once: a chunk hashed where it is written.
+    public func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        if promise(bytes.count, at: offset) { hash(bytes, at: offset) }
+    }
+
+    /// The digest, if the whole file of `size` bytes went through the stream; waits for
+    /// the chunks promised and not yet hashed.
     public func finish(size: Int64) -> String? {
-        lock.withLock {
-            guard size == hashed, let hasher = hasher.take() else { return nil }
-            return hasher.finalizeHex()
-        }
+        lock.lock()
+        defer { lock.unlock() }
+        while hasher != nil && hashed != promised { lock.wait() }
+        guard size == hashed, let hasher = hasher.take() else { return nil }
+        lock.broadcast()
+        return hasher.finalizeHex()
+    }
+
+    /// Under `lock`: no digest; a chunk waiting for its turn stops waiting.
+    private func giveUp() {
+        _ = hasher.take()
+        lock.broadcast()
     }
 }

@@ -255,13 +255,24 @@ extension FileSystem {
     // MARK: write
 
     public func write(handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64) throws -> Int {
+        var written = 0
+        try write(handle: handle, bytes: bytes, offset: offset) { written = $0 }
+        return written
+    }
+
+    /// A write: `reply` gets the count as soon as the bytes are in the file, and only
+    /// then are they hashed (`StreamingHash`), so that the writer copies its next piece
+    /// into the kernel while this one is hashed. `bytes` must stay valid until this
+    /// returns (the request's own buffer does).
+    public func write(handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64, replying reply: (Int) -> Void) throws {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "write to an unknown handle \(handle)") }
         guard file.writes, case .writer(let writer) = file.state else { throw FSError(EBADF, "write to a file opened read-only") }
-        return try writer.io {
+        let (n, stream): (Int, StreamingHash?) = try writer.io {
             let n: Int
+            let fd: FileDescriptor
             do {
                 try checkSpace(for: bytes.count)
-                let fd = try writableBytes(writer)
+                fd = try writableBytes(writer)
                 n = try fd.write(bytes, at: offset)
             } catch {
                 // Out of space (or an I/O error): these bytes are never imported, and every
@@ -269,11 +280,14 @@ extension FileSystem {
                 writer.failed(error)
                 throw FSError.wrapping(error, "cannot write inode \(writer.ino)")
             }
-            writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: try writableBytes(writer))
+            let stream = writer.wrote(n, at: offset, to: fd)
             bytesChanged(through: file.ino, writer, node: file.node)
             wroteSuperseded(writer)
-            return n
+            return (n, stream)
         }
+        reply(n)
+        // Promised in `wrote`: hashed whatever happens, or the close would wait for it.
+        stream?.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset)
     }
 
     /// Bytes written through a handle whose writer a save by rename superseded

@@ -154,17 +154,20 @@ final class Writer: @unchecked Sendable {
         }
     }
 
-    /// Bytes were written at `offset` (inside `io`).
-    func wrote(_ written: UnsafeRawBufferPointer, at offset: Int64, to fd: FileDescriptor) {
-        let writebackRange: (Int64, Int64)? = withLock {
-            stream?.wrote(written, at: offset)
+    /// `count` bytes were written at `offset` (inside `io`). Returns the stream that
+    /// was promised them, if any: the caller must give it the bytes (`StreamingHash.hash`),
+    /// which it may do after the write is answered and outside `io`.
+    func wrote(_ count: Int, at offset: Int64, to fd: FileDescriptor) -> StreamingHash? {
+        let (promised, writebackRange): (StreamingHash?, (Int64, Int64)?) = withLock {
+            let promised = stream.flatMap { $0.promise(count, at: offset) ? $0 : nil }
             touched()
-            let end = offset + Int64(written.count)
-            guard end - writebackFrom >= Self.writebackStep else { return nil }
+            let end = offset + Int64(count)
+            guard end - writebackFrom >= Self.writebackStep else { return (promised, nil) }
             defer { writebackFrom = end }
-            return (writebackFrom, end - writebackFrom)
+            return (promised, (writebackFrom, end - writebackFrom))
         }
         if let (start, length) = writebackRange { fd.startWriteback(offset: start, length: length) }
+        return promised
     }
 
     /// The bytes changed some other way (truncate, a copy into them). Inside `io`.
