@@ -84,7 +84,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
                                                        pid: caller(req))
             guard let opened else { throw FSError(EIO, "create did not open") }
             shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
-            var e = b.entry(attributes)
+            var e = b.entry(attributes, created: true)
             if fuse_reply_create(req, &e, fi) != 0 { b.fs.release(handle: opened.handle) }
         }
     }

@@ -724,6 +724,28 @@ final class WriteTests: MountTestCase {
         XCTAssertLessThan(numbers.last ?? .max, numbers.first ?? 0, "closes at once shared syncs: \(line)")
     }
 
+    /// `cp` of a large photo writes it in pieces of 1 MiB (the block size a created file
+    /// reports), not 128 KiB: a few WRITE requests instead of one per 128 KiB. Each
+    /// write is answered before its bytes are hashed (`StreamingHash`); the photo that
+    /// lands is whole and its blob's name is its digest (`albumfs check`). Afterwards the
+    /// file says 4 KiB again, as every file the mount did not just create.
+    func testCpWritesALargePhotoInLargePiecesAndItArrivesWhole() throws {
+        let source = temp.sub("large.jpg")
+        try SyntheticMedia.image(at: source, width: 3000, height: 2000, format: .jpeg, exif: [:], quality: 95, noise: 8)
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: source)[.size] as? Int)
+        XCTAssertGreaterThan(size, 2 << 20, "the photo is large enough to count its pieces")
+        mount.unmount()
+        mount = try MountedLibrary(library: lib, temp: temp, name: "mnt-requests", requests: true)
+        try sh("mkdir Albums/Large && cp \(q(source)) Albums/Large/")
+        let writes = mount.requestCount("WRITE")
+        XCTAssertGreaterThan(writes, 0, "the request trace saw no write")
+        XCTAssertLessThanOrEqual(writes, size / (1 << 20) + 2, "\(size) bytes took \(writes) WRITE requests")
+        try sh("cmp \(q(source)) Albums/Large/large.jpg && cmp \(q(source)) 'All Photos/large.jpg'")
+        XCTAssertEqual(try sh("stat -c %o Albums/Large/large.jpg").stdout, "4096\n")
+        XCTAssertEqual(try library().stats().assets, 1)
+        try check()
+    }
+
     func testCopyInsideTheMountAddsAMembershipWithoutNewBytes() throws {
         try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/")
         let blobs = try FileManager.default.subpathsOfDirectory(atPath: lib + "/originals").count
