@@ -135,6 +135,11 @@ struct albumfs_ring {
 static struct albumfs_ring *installed;
 // The ring thread serving on this thread, if any.
 static __thread struct ring_thread *serving;
+// Whether this thread is handling a request that came through the ring (inline or in
+// the slow pool): its reply is copied into the entry the request arrived in.
+static __thread int in_ring_request;
+
+int albumfs_ring_in_request(void) { return in_ring_request; }
 
 int albumfs_ring_offered(void) {
     int fd = open("/sys/module/fuse/parameters/enable_uring", O_RDONLY | O_CLOEXEC);
@@ -426,7 +431,9 @@ static void serve(struct ring_thread *t, struct ring_entry *e) {
         return;
     }
     serving = t;
+    in_ring_request = 1;
     fuse_session_process_buf(ring->se, &buf);
+    in_ring_request = 0;
     serving = NULL;
 }
 
@@ -444,7 +451,9 @@ static void *slow_main(void *arg) {
         }
         pthread_mutex_unlock(&ring->slow_lock);
         if (!e) return NULL;
+        in_ring_request = 1;
         fuse_session_process_buf(ring->se, &e->request);
+        in_ring_request = 0;
     }
 }
 

@@ -1,6 +1,7 @@
 import AlbumCore
 import AlbumFSCore
 import CFuse
+import CFuseRing
 import Glibc
 
 // The C callbacks. Each is a thin thunk: find the bridge, call the filesystem core,
@@ -144,9 +145,13 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.write = { req, ino, buffer, size, offset, fi in
         let b = Bridge.from(req)
         b.handle(req, "write \(ino)") {
-            // Answered before its bytes are hashed: the buffer is the request's until this returns.
-            try b.fs.write(handle: shim_fi_fh(fi), bytes: UnsafeRawBufferPointer(start: buffer, count: size), offset: Int64(offset)) {
-                fuse_reply_write(req, $0)
+            // Answered before its bytes are hashed: the buffer is the request's until this
+            // returns. Not through the ring, whose reply is copied over the bytes.
+            let bytes = UnsafeRawBufferPointer(start: buffer, count: size)
+            if albumfs_ring_in_request() != 0 {
+                fuse_reply_write(req, try b.fs.write(handle: shim_fi_fh(fi), bytes: bytes, offset: Int64(offset)))
+            } else {
+                try b.fs.write(handle: shim_fi_fh(fi), bytes: bytes, offset: Int64(offset)) { fuse_reply_write(req, $0) }
             }
         }
     }

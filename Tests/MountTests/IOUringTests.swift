@@ -87,7 +87,8 @@ final class IOUringTests: MountTestCase {
         } else {
             XCTAssertNil(served, mount.log)
         }
-        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
     }
 
     /// `-o noio_uring` keeps /dev/fuse even when the kernel offers io_uring.

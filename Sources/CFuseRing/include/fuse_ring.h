@@ -31,6 +31,11 @@ void albumfs_ring_stop(struct albumfs_ring *ring);
 // Frees a ring that was prepared but not started (INIT did not grant io_uring).
 void albumfs_ring_discard(struct albumfs_ring *ring);
 
+// Whether the request the calling thread is handling came through the ring. Its reply
+// is copied into the buffer its arguments arrived in (a WRITE's bytes among them): what
+// reads them must do so before replying.
+int albumfs_ring_in_request(void);
+
 // Requests served through the ring so far, and whether the kernel refused the
 // registration (then every request goes through /dev/fuse, as without the ring).
 unsigned long albumfs_ring_served(const struct albumfs_ring *ring);
