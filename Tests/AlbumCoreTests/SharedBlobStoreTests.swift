@@ -50,6 +50,29 @@ final class SharedBlobStoreTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: path), "an hour later it is a leftover, and goes")
     }
 
+    /// A crash's leftover (a blob file with no row, over an hour old) that another host
+    /// imports the very bytes of while `gc` is removing leftovers: the import found the
+    /// file in place and its row names it, so `gc` keeps it (until 2026-12-05 it removed
+    /// it, and the photo's blob was missing).
+    func testGCKeepsALeftoverThatAnImportNamedMeanwhile() throws {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: photo))
+        let hash = SHA256Digest.hex(of: bytes)
+        let path = try placeByHand(bytes, as: hash)
+        let report = try library.gc(now: nowSeconds() + 2 * 3600, beforeOrphans: {
+            guard case .imported = try library.importFile(at: photo, originalName: "P.jpg", destination: ImportDestination()) else {
+                return XCTFail("the photo was not imported")
+            }
+        })
+        XCTAssertEqual(report.removedBlobs, 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path), "the blob of a photo imported meanwhile was removed")
+        XCTAssertTrue(try library.check().isHealthy)
+        // Without the import, the same leftover goes.
+        let other = try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/photos/jpg/gps/DSCN0012.jpg"))
+        let leftover = try placeByHand(other, as: SHA256Digest.hex(of: other))
+        XCTAssertEqual(try library.gc(now: nowSeconds() + 2 * 3600).removedBlobs, 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: leftover))
+    }
+
     func testAnImportKeepsAnotherHostsPlacementOfTheSameBytes() throws {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: photo))
         let hash = SHA256Digest.hex(of: bytes)

@@ -11,8 +11,11 @@ extension Library {
     /// Purges Recently Deleted past its 30 days, then removes blobs that no asset,
     /// version or plain file uses, and thumbnails of blobs that are gone.
     /// `afterListing`: what runs between reading the photos past their 30 days and
-    /// purging them (where other hosts are mounted, anything: a restore, for a test).
-    public func gc(now: Int64 = nowSeconds(), afterListing: () throws -> Void = {}) throws -> GCReport {
+    /// purging them (where other hosts are mounted, anything: a restore, for a test);
+    /// `beforeOrphans`: between finding blob files without a row and removing them (an
+    /// import of the same bytes, for a test).
+    public func gc(now: Int64 = nowSeconds(), afterListing: () throws -> Void = {},
+                   beforeOrphans: () throws -> Void = {}) throws -> GCReport {
         var report = GCReport()
         let cutoff = now - Transaction.trashRetentionSeconds
         let expired = try read { r in
@@ -53,14 +56,31 @@ extension Library {
         // Orphan files with no row at all (a crash between placing a blob and committing).
         // Where other hosts place blobs too, a file without a row may be one being
         // imported right now: only those older than an hour are orphans there.
+        // Each is asked again, and removed, in a transaction: another host may have
+        // imported the very bytes meanwhile and found the file in place (a placement
+        // that finds a file checks it is still there in its transaction,
+        // `expectBlobInPlace`, and the writers' lock orders the two), so it either
+        // committed before, and its row keeps the file, or looks after, finds it gone
+        // and places the bytes again.
         let known = Set(try read { r in try r.db.query("SELECT sha256 FROM blobs") { $0.text(0) } })
-        for (_, hash) in try blobs.allFiles() where isSHA256Hex(hash) && !known.contains(hash) && !gone.contains(hash) {
-            let st = try files.status(.blob(hash))
-            if let st, isOtherHostsWork(st, now: now) { continue }
-            if let st { report.freedBytes += Int64(st.st_size) }
-            try blobs.remove(hash)
-            gone.insert(hash)
-            report.removedBlobs += 1
+        let orphans = try blobs.allFiles().map(\.name).filter { isSHA256Hex($0) && !known.contains($0) && !gone.contains($0) }
+        try beforeOrphans()
+        if !orphans.isEmpty {
+            let removed = try write { tx -> [(String, Int64)] in
+                var removed: [(String, Int64)] = []
+                for hash in orphans where try tx.blobRecord(hash) == nil {
+                    let st = try files.status(.blob(hash))
+                    if let st, isOtherHostsWork(st, now: now) { continue }
+                    try blobs.remove(hash)
+                    removed.append((hash, st.map { Int64($0.st_size) } ?? 0))
+                }
+                return removed
+            }
+            for (hash, size) in removed {
+                gone.insert(hash)
+                report.removedBlobs += 1
+                report.freedBytes += size
+            }
         }
         // Healing bytes' second names that a crash left (`BlobStore.healLeftovers`).
         for leftover in try blobs.healLeftovers() {
