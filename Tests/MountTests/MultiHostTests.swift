@@ -200,6 +200,36 @@ final class MultiHostTests: XCTestCase {
         XCTAssertEqual(check.status, 0, check.stdout)
     }
 
+    /// A host crashes while a new file is open for writing through it; the file is then
+    /// written and closed through the other host. The crashed host's next start discards
+    /// the files it created and never closed, but not that one: it was closed since, and
+    /// it keeps both hosts' bytes (until 2026-12-05 it was discarded).
+    func testAFileCreatedThroughACrashedHostAndClosedThroughTheOtherSurvivesItsRestart() throws {
+        try sh("mkdir '\(a.mountpoint)/Albums/N'")
+        let fd = open(a.mountpoint + "/Albums/N/notes.txt", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        XCTAssertGreaterThanOrEqual(fd, 0, String(cString: strerror(errno)))
+        let first = Array("written through a\n".utf8)
+        XCTAssertEqual(write(fd, first, first.count), first.count, String(cString: strerror(errno)))
+        // Another file created through a and never closed: the restart discards it.
+        let lost = open(a.mountpoint + "/Albums/N/lost.txt", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        XCTAssertGreaterThanOrEqual(lost, 0, String(cString: strerror(errno)))
+        a.crash()
+        close(fd)
+        close(lost)
+        waitFor("notes.txt through b") { exists(b.mountpoint + "/Albums/N/notes.txt") }
+        try sh("echo 'written through b' >> '\(b.mountpoint)/Albums/N/notes.txt'")
+        a = try MountedLibrary(library: lib, temp: temp, name: "a2", options: ["host=a", "allow_other"])
+        let expected = "written through a\nwritten through b\n"
+        XCTAssertEqual(try String(contentsOfFile: a.mountpoint + "/Albums/N/notes.txt", encoding: .utf8), expected)
+        waitFor("lost.txt gone through b") { !exists(b.mountpoint + "/Albums/N/lost.txt") }
+        XCTAssertEqual(names(b.mountpoint + "/Albums/N"), ["notes.txt"])
+        XCTAssertEqual(try String(contentsOfFile: b.mountpoint + "/Albums/N/notes.txt", encoding: .utf8), expected)
+        a.unmount()
+        b.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout)
+    }
+
     /// PostgreSQL ends every session (as a restart does): both daemons connect again,
     /// the first operation after it included, and host b's listener too, which says it may
     /// have missed changes and then hears the next ones.

@@ -361,6 +361,10 @@ extension FileSystem {
         guard let file = try library.read({ try $0.plainFile(id: id) }), let folder = try item(file.dirIno) else {
             return .keptPlain
         }
+        // Written and closed through this host, a file another host created and never
+        // closed (it crashed meanwhile) is a file now, as on a disk: its close clears the
+        // mark, or that host's next start would discard what was written here.
+        if file.unfinished { writer.withLock { writer.unfinished = true } }
         var clock = PhaseClock()
         defer { clock.log("close of \(file.name)") }
         if let clone = work.cloneOf {
