@@ -43,15 +43,18 @@ def race(i):
 
     thread = threading.Thread(target=other_thread)
     thread.start()
+    step = 'create'
     try:
         fd = os.open(os.path.join(album, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
+            step = 'write'
             os.write(fd, b'a line of text\n')
         finally:
+            step = 'close'
             os.close(fd)
     except OSError as e:
-        if e.errno != errno.EEXIST:
-            errors.append('create, write or close: %s' % os.strerror(e.errno))
+        if e.errno != errno.EEXIST or step != 'create':
+            errors.append('%s: %s' % (step, os.strerror(e.errno)))
     thread.join()
 
     def shown(folder):

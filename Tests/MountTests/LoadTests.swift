@@ -252,7 +252,8 @@ final class LoadTests: XCTestCase {
         }
         waitUntilShown(there + "/" + folders[folders.count - 1])
         let run = try Processes.run("python3", arguments(here, there), timeout: 300)
-        XCTAssertTrue(run.ok, run.stdout + run.stderr)
+        XCTAssertTrue(run.ok, run.stdout + run.stderr + (run.ok ? "" : "\nhost a's log, last lines:\n" + mount.log.split(separator: "\n").suffix(30).joined(separator: "\n")
+                                                         + "\nhost b's log, last lines:\n" + b.log.split(separator: "\n").suffix(30).joined(separator: "\n")))
         b.unmount()
         mount.unmount()
         let check = try Processes.albumfs("check", lib)

@@ -190,7 +190,7 @@ extension FileSystem {
         return attributes(of: file, st)
     }
 
-    private func attributes(of file: PlainFile, _ st: stat) -> Attributes {
+    func attributes(of file: PlainFile, _ st: stat) -> Attributes {
         let mtime = file.blobSHA256 != nil ? (file.explicitMtimeNs ?? file.changedNs) : st.modificationNanoseconds
         // A copy of a whole photo not made yet (copy_file_range) has the photo's size.
         let size = writers.get(UInt64(file.id))?.cloneSize ?? Int64(st.st_size)

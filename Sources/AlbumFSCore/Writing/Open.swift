@@ -28,14 +28,17 @@ extension FileSystem {
         let bytesFile = try explained("cannot create \(name)") {
             try library.files.open(.plainFile(id), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         }
+        let file: PlainFile
         do {
             // A file opened by its create is not durable until its first close or fsync
             // (`finishIfUnfinished`): a crash before discards it anyway. One made without
             // an open (mknod, as file servers create) is whole now.
             if !open { try library.files.syncFolder(LibraryPath.plainFile(id).parent) }
-            try library.write(open ? .lazy : .durable) { tx in
+            file = try library.write(open ? .lazy : .durable) { tx in
                 try expectFree(name, in: folder, tx)
                 try tx.createPlainFile(named: name, in: parent, mode: mode & 0o1777, id: id, unfinished: open)
+                guard let made = try tx.plainFile(id: id) else { throw FSError(EIO, "the new plain file \(name) has no row") }
+                return made
             }
         } catch {
             discard(.plainFile(id))
@@ -43,8 +46,11 @@ extension FileSystem {
         }
         // The listing only: the kernel makes the new name's entry from this reply.
         afterChange(folders: [parent])
-        guard let file = try library.read({ try $0.plainFile(id: id) }) else { throw FSError.noEntry(name) }
-        let attributes = try self.attributes(of: file)
+        // What the transaction made and the descriptor held, never looked up again:
+        // another host may replace the new file at once (a rename over its name; the
+        // name races of LoadTests found a create failing with ENOENT so), and a create
+        // on a disk returns its descriptor all the same.
+        let attributes = attributes(of: file, try explained("cannot create \(name)") { try bytesFile.status() })
         guard open else { return (attributes, nil) }
         let writer = writers.writer(for: UInt64(id)) { Writer(ino: UInt64(id), target: .plain(id), bytes: .own(bytesFile)) }
         writer.withLock { writer.unfinished = true }
