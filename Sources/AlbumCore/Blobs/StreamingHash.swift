@@ -48,11 +48,6 @@ public final class StreamingHash: @unchecked Sendable {
         lock.broadcast()
     }
 
-    /// `promise` and `hash` at once: a chunk hashed where it is written.
-    public func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
-        if promise(bytes.count, at: offset) { hash(bytes, at: offset) }
-    }
-
     /// The digest, if the whole file of `size` bytes went through the stream; waits for
     /// the chunks promised and not yet hashed.
     public func finish(size: Int64) -> String? {

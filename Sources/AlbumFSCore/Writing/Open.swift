@@ -224,8 +224,9 @@ extension FileSystem {
     /// temporary photo vanishing into the photo it saved) while these handles had it
     /// open, with nothing written: as handles of a removed file do on a disk, they go on
     /// with the version they opened (returned), and no close saves what they write.
-    /// (Through this host they are handed that version as the photo leaves:
-    /// `whileLeaving`.) Before, their first write failed with EIO. A version that is gone
+    /// (Through this host they are handed that version as the photo leaves,
+    /// `whileLeaving`, when their writer is clean; one that was not comes here too.)
+    /// Before, their first write failed with EIO. A version that is gone
     /// too (`albumfs gc`), or none known (a close saved one since), is EBADF, as for a
     /// removed file's handles here.
     private func versionOpened(by writer: Writer) throws -> FileDescriptor {
@@ -234,7 +235,7 @@ extension FileSystem {
             throw FSError(EBADF, "inode \(writer.ino) was removed through another host", logged: false)
         }
         writer.removed()
-        Log.info("inode \(writer.ino) left the library through another host while open: its handles keep the version they opened; what they write is not saved")
+        Log.info("inode \(writer.ino) left the library while open: its handles keep the version they opened; what they write is not saved")
         return version
     }
 

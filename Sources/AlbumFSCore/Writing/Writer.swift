@@ -134,7 +134,7 @@ final class Writer: @unchecked Sendable {
     /// a blob's file. Inside `io`.
     func writable(copyCurrent: () throws -> (FileDescriptor, LibraryPath),
                   copyClone: (Asset, FileDescriptor) throws -> Void) throws -> FileDescriptor {
-        let (current, clone, gone) = withLock { (bytes, cloneOf, phase == .removed) }
+        let (current, clone) = withLock { (bytes, cloneOf) }
         // Removed while open: its handles keep writing (never imported), as on any disk:
         // into its own bytes or its copy, or into a copy of the version it shows (a
         // photo removed while its writer was not clean, emptied by a close a moment
