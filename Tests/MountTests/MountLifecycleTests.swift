@@ -75,6 +75,35 @@ final class MountLifecycleTests: XCTestCase {
         XCTAssertEqual(log.components(separatedBy: "unmounted").count - 1, 4, log)
     }
 
+    /// The daemon in the background holds none of the descriptors its caller left open
+    /// without O_CLOEXEC (a shell's redirection, a script's output file): held, they
+    /// would keep a deleted file's space or a pipe's reader waiting as long as the mount.
+    /// (A daemon in the foreground keeps them, as any program does: the caller started
+    /// it and waits for it; Foundation's `Process` even learns of its child's exit by a
+    /// socket the child inherits.)
+    func testTheBackgroundDaemonHoldsNoneOfItsCallersDescriptors() throws {
+        let callers = temp.sub("callers-file")
+        FileManager.default.createFile(atPath: callers, contents: Data())
+        var st = stat()
+        XCTAssertEqual(stat(callers, &st), 0)
+        let mnt = try mountpoint()
+        let command = "exec 7>>\(q(callers)); exec \(q(Processes.albumfs)) mount \(q(library)) \(q(mnt)) -o log=\(q(temp.sub("log")))"
+        XCTAssertTrue(try Processes.shell(command).ok)
+        XCTAssertTrue(MountedLibrary.isMounted(mnt))
+        let pids = daemons()
+        XCTAssertEqual(pids.count, 1)
+        for pid in pids {
+            let folder = "/proc/\(pid)/fd"
+            let held = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).contains { name in
+                var target = stat()
+                return stat(folder + "/" + name, &target) == 0 && target.st_dev == st.st_dev && target.st_ino == st.st_ino
+            }
+            XCTAssertFalse(held, "the daemon holds its caller's descriptor 7")
+        }
+        XCTAssertTrue(try Processes.run("fusermount3", ["-u", mnt]).ok)
+        XCTAssertTrue(waitUntil { !MountedLibrary.isMounted(mnt) && self.daemons().isEmpty })
+    }
+
     func testMountFuse3FormAsFstabUsesIt() throws {
         let mnt = try mountpoint()
         // mount.fuse3 runs "albumfs LIBRARY MOUNTPOINT -o OPTIONS", as an fstab line

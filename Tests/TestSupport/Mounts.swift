@@ -58,7 +58,7 @@ public final class MountedLibrary: @unchecked Sendable {
         let errors = Pipe()
         if let requestLogPath {
             _ = FileManager.default.createFile(atPath: requestLogPath, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: requestLogPath)
+            process.standardError = try Processes.writingHandle(requestLogPath)
         } else {
             process.standardError = errors
         }

@@ -38,10 +38,12 @@ public enum Processes {
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
         // Output goes to files, not pipes: a daemon the command leaves behind could hold
         // a pipe open and keep a reader waiting forever.
-        let outPath = temporaryFile(), errPath = temporaryFile()
+        // Opened with O_CLOEXEC: tests run side by side, and a daemon another test starts
+        // meanwhile must not inherit them.
+        let (outPath, out) = try temporaryFile(), (errPath, err) = try temporaryFile()
         defer { unlink(outPath); unlink(errPath) }
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
+        process.standardOutput = out
+        process.standardError = err
         let input = Pipe()
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
         try process.run()
@@ -73,11 +75,21 @@ public enum Processes {
         try run("/bin/sh", ["-c", command], timeout: timeout)
     }
 
-    static func temporaryFile() -> String {
-        var template = Array("/tmp/albumfs-out-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        close(fd)
-        return String(cString: template)
+    /// A new, empty file for a child's output, with its handle.
+    static func temporaryFile() throws -> (path: String, handle: FileHandle) {
+        while true {
+            let path = "/tmp/albumfs-out-" + UUID().uuidString
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { return (path, FileHandle(fileDescriptor: fd, closeOnDealloc: true)) }
+            if errno != EEXIST { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        }
+    }
+
+    /// An existing file opened for a child's output, with O_CLOEXEC (see `run`).
+    static func writingHandle(_ path: String) throws -> FileHandle {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
     public static func which(_ name: String) throws -> String {
