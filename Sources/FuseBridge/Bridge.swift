@@ -87,6 +87,10 @@ final class Bridge: @unchecked Sendable {
             if failure.logged {
                 Log.warning("\(what()): \(failure.description)")
                 Log.debug("  raised at \(failure.location)")
+            } else {
+                // A lookup miss or a lost race: only in the debug log (`-d`), where a
+                // test that failed on one finds it.
+                Log.debug("\(what()): \(failure.description) (raised at \(failure.location))")
             }
             fuse_reply_err(req, failure.errno)
         }

@@ -165,6 +165,11 @@ final class LoadTests: XCTestCase {
         try runClients(on: [mount])
     }
 
+    /// The mount's last warnings and errors (each refusal's reason), for a failure's message.
+    func warnings() -> String {
+        mount.log.split(separator: "\n").filter { $0.contains(" warning: ") || $0.contains(" error: ") }.suffix(30).joined(separator: "\n")
+    }
+
     /// Six processes write, append to, link, rename and remove the same twelve names of
     /// plain files in two folders at once (Tests/Clients/plain-stress.py), 8 s without
     /// links, then 8 s with them, then both again with photos among them (a JPEG saved
@@ -187,7 +192,7 @@ final class LoadTests: XCTestCase {
         let photo = "photos=" + Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg"
         for extra in [[], ["links"], [photo], ["links", photo]] {
             let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-stress.py", root, "8"] + extra, timeout: 120)
-            XCTAssertTrue(run.ok, "\(extra): " + run.stdout + run.stderr)
+            XCTAssertTrue(run.ok, "\(extra): " + run.stdout + run.stderr + (run.ok ? "" : "\nthe daemon's warnings:\n" + warnings()))
         }
         mount.unmount()
         let check = try Processes.albumfs("check", lib)

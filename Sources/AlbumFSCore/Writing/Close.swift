@@ -56,7 +56,7 @@ extension FileSystem {
                     throw FSError.wrapping(error, "cannot save inode \(writer.ino)")
                 }
                 writer.finish(outcome)
-                if case .committed(let asset) = outcome { writers.becameAsset(writer, asset) }
+                if case .committed(let asset, _) = outcome { writers.becameAsset(writer, asset) }
                 if case .refused(let reason) = outcome {
                     // The photo no longer shows the bytes being written (nor an emptied
                     // version) but its current version: the kernel forgets the size it had.
@@ -317,7 +317,7 @@ extension FileSystem {
             // original that went missing or was damaged is healed by them.
             _ = try explained("cannot store the bytes of \(photo.name)") { try library.placeBlob(hashed) }
             discard(path)
-            return .committed(asset: id)
+            return .committed(asset: id, version: hashed.sha256)
         }
         return try classifyWhileSyncing(hashed, fd, name: photo.name, as: photo.originalName) { kind, takePlacement in
             let metadata: MediaMetadata
@@ -337,7 +337,7 @@ extension FileSystem {
             clock.mark("stored")
             discard(path)
             afterLanding(landed, folder: folder, entries: [])
-            return .committed(asset: id)
+            return .committed(asset: id, version: hashed.sha256)
         }
     }
 
@@ -420,7 +420,7 @@ extension FileSystem {
             // A new asset keeps the file's number: its name's entry stays right.
             afterLanding(landed, folder: folder, entries: landed.isNew ? [] : [(folder.ino, file.name)])
             clock.mark("after")
-            return .committed(asset: landed.asset.id)
+            return .committed(asset: landed.asset.id, version: landed.asset.sha256)
         }
     }
 
@@ -453,7 +453,7 @@ extension FileSystem {
         writer.withLock { writer.unfinished = false }
         // A new asset keeps the file's number: its name's entry stays right.
         afterLanding(landed, folder: folder, entries: landed.isNew ? [] : [(folder.ino, file.name)])
-        return .committed(asset: landed.asset.id)
+        return .committed(asset: landed.asset.id, version: landed.asset.sha256)
     }
 
     /// A visible file kept as a plain file: said once, with the reason.

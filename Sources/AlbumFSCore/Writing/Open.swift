@@ -222,17 +222,18 @@ extension FileSystem {
 
     /// The photo left the library through another host (deleted for good, or a save's
     /// temporary photo vanishing into the photo it saved) while these handles had it
-    /// open, with nothing written: as handles of a removed file do on a disk, they go on
-    /// with the version they opened (returned), and no close saves what they write.
+    /// open, with nothing written since they opened it or since a close of theirs saved a
+    /// version: as handles of a removed file do on a disk, they go on with that version
+    /// (returned), and no close saves what they write.
     /// (Through this host they are handed that version as the photo leaves,
     /// `whileLeaving`, when their writer is clean; one that was not comes here too.)
-    /// Before, their first write failed with EIO. A version that is gone
-    /// too (`albumfs gc`), or none known (a close saved one since), is EBADF, as for a
-    /// removed file's handles here.
+    /// Before, their first write failed with EIO (and until 2026-12-05 EBADF after a
+    /// close of theirs had saved a version). A version that is gone too (`albumfs gc`)
+    /// is EBADF, as for a removed file's handles here.
     private func versionOpened(by writer: Writer) throws -> FileDescriptor {
         guard case .asset = writer.target else { throw FSError(EIO, "inode \(writer.ino) has no bytes to copy") }
         guard let sha256 = writer.withLock({ writer.versionOpened }), let version = try? library.blobs.open(sha256) else {
-            throw FSError(EBADF, "inode \(writer.ino) was removed through another host", logged: false)
+            throw FSError(EBADF, "inode \(writer.ino) left the library while open, and the version its handles show is gone: they cannot write")
         }
         writer.removed()
         Log.info("inode \(writer.ino) left the library while open: its handles keep the version they opened; what they write is not saved")

@@ -155,7 +155,7 @@ extension FileSystem {
             if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
             if let replacedPlain { removePlainBytes(replacedPlain) }
             if let writer {
-                writer.becamePhoto(landed.asset.id)
+                writer.becamePhoto(landed.asset)
                 writers.becameAsset(writer, landed.asset.id)
             }
             afterLanding(landed, folder: to, entries: entries)

@@ -89,8 +89,8 @@ final class Writer: @unchecked Sendable {
     /// copy_file_range of a whole photo into an empty new plain file: no byte is copied;
     /// the close places that photo where the file was made (as `cp` of its bytes would).
     private(set) var cloneOf: Asset?
-    /// The blob of the photo's version that its handles opened (nil after a close saved
-    /// another): what their first write copies when the photo left the library through
+    /// The blob of the photo's version that its handles opened, or that a close of theirs
+    /// saved since: what their first write copies when the photo left the library through
     /// another host meanwhile (`FileSystem.copyOfCurrent`).
     private(set) var versionOpened: String?
 
@@ -351,9 +351,9 @@ final class Writer: @unchecked Sendable {
 
     /// How a commit ended.
     enum Outcome {
-        /// The bytes are a photo now (imported, or a new version): `asset`, whose blob they
-        /// are. Writing again makes a copy first.
-        case committed(asset: Int64)
+        /// The bytes are a photo now (imported, or a new version): `asset`, whose blob
+        /// `version` they are. Writing again makes a copy first.
+        case committed(asset: Int64, version: String)
         /// A plain file's bytes that are no photo (or may not become one there): it stays.
         case keptPlain
         /// A photo's new bytes that are empty: shown empty for a minute.
@@ -370,10 +370,12 @@ final class Writer: @unchecked Sendable {
         withLock {
             guard phase == .committing else { return }  // removed meanwhile
             switch outcome {
-            case .committed(let asset):
+            case .committed(let asset, let version):
                 target = .asset(asset)
                 bytes = .current
-                versionOpened = nil
+                // What the handles show now: if the photo leaves through another host,
+                // their next write copies it (`FileSystem.copyOfCurrent`).
+                versionOpened = version
                 stream = nil
                 cloneOf = nil
                 explicitMtimeNs = nil
@@ -392,9 +394,9 @@ final class Writer: @unchecked Sendable {
 
     /// Its plain file became a photo by a rename: writing again makes a new version.
     /// Inside `io`.
-    func becamePhoto(_ asset: Int64) {
+    func becamePhoto(_ asset: Asset) {
         withLock { if phase != .removed { phase = .committing } }
-        finish(.committed(asset: asset))
+        finish(.committed(asset: asset.id, version: asset.sha256))
     }
 
     /// The last handle is gone: what to do with what is left. A refused or failed
