@@ -202,13 +202,13 @@ final class MultiHostTests: XCTestCase {
 
     /// The same once a close of the process's had saved a version: a second handle it
     /// holds writes on into that version (until 2026-12-05 its write failed with EBADF,
-    /// a gap docs/scale.md listed) and closes without an error; nothing it wrote comes
-    /// back into the library.
+    /// a gap docs/scale.md listed), `fstat` and reads through it show what it wrote, and
+    /// it closes without an error; nothing it wrote comes back into the library.
     func testAPhotoDeletedThroughOneHostAfterASaveThroughTheOtherTakesTheWritesOfItsOtherHandle() throws {
         try sh("cp '\(gps)/DSCN0010.jpg' '\(a.mountpoint)/All Photos/P.jpg'")
         waitFor("P.jpg through b") { exists(b.mountpoint + "/All Photos/P.jpg") }
         let path = a.mountpoint + "/All Photos/P.jpg"
-        let saving = open(path, O_WRONLY | O_APPEND), other = open(path, O_WRONLY | O_APPEND)
+        let saving = open(path, O_WRONLY | O_APPEND), other = open(path, O_RDWR | O_APPEND)
         XCTAssertGreaterThanOrEqual(saving, 0, String(cString: strerror(errno)))
         XCTAssertGreaterThanOrEqual(other, 0, String(cString: strerror(errno)))
         let first = Array("first tail".utf8), second = Array("second tail".utf8)
@@ -218,6 +218,12 @@ final class MultiHostTests: XCTestCase {
         waitFor("the saved version through b") { (try? Data(contentsOf: URL(fileURLWithPath: b.mountpoint + "/All Photos/P.jpg")).count) == saved.count }
         try sh("rm '\(b.mountpoint)/All Photos/P.jpg' && rm '\(b.mountpoint)/Smart Albums/Recently Deleted/P.jpg'")
         XCTAssertEqual(write(other, second, second.count), second.count, String(cString: strerror(errno)))
+        var st = stat()
+        XCTAssertEqual(fstat(other, &st), 0, String(cString: strerror(errno)))
+        XCTAssertEqual(Int(st.st_size), saved.count + second.count, "its size: the version it saved, then what it wrote")
+        var read = [UInt8](repeating: 0, count: saved.count + second.count + 10)
+        XCTAssertEqual(pread(other, &read, read.count, 0), saved.count + second.count, String(cString: strerror(errno)))
+        XCTAssertTrue(read.prefix(saved.count + second.count).elementsEqual(saved + second), "it reads the version it saved, then what it wrote")
         XCTAssertEqual(close(other), 0, String(cString: strerror(errno)))
         waitFor("P.jpg gone through a") { !exists(path) }
         XCTAssertEqual(names(a.mountpoint + "/All Photos"), [], "nothing it wrote is a photo")

@@ -236,6 +236,12 @@ extension FileSystem {
             throw FSError(EBADF, "inode \(writer.ino) left the library while open, and the version its handles show is gone: they cannot write")
         }
         writer.removed()
+        // Its row is gone: `fstat` through the handles, and the kernel's questions about
+        // the size of what they write, are answered from their bytes, as for a plain file
+        // removed while open (its mode is not known here any more: a new file's).
+        let now = nowNanoseconds()
+        unlinkedOpen.record(fileAttributes(ino: writer.ino, permissions: Self.defaultFileMode, size: (try? version.size()) ?? 0,
+                                           mtimeNs: now, ctimeNs: now))
         Log.info("inode \(writer.ino) left the library while open: its handles keep the version they opened; what they write is not saved")
         return version
     }
