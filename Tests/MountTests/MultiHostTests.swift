@@ -177,27 +177,44 @@ final class MultiHostTests: XCTestCase {
         XCTAssertTrue(check.ok, check.stdout + check.stderr)
     }
 
+    /// DSCN0010 copied in as All Photos/P.jpg through host a, once host b shows it.
+    func copyPThroughAAndSeeItThroughB() throws {
+        try sh("cp '\(gps)/DSCN0010.jpg' '\(a.mountpoint)/All Photos/P.jpg'")
+        waitFor("P.jpg through b") { exists(b.mountpoint + "/All Photos/P.jpg") }
+    }
+
+    /// P.jpg deleted for good through host b: removed, then removed from Recently Deleted.
+    func deletePForGoodThroughB() throws {
+        try sh("rm '\(b.mountpoint)/All Photos/P.jpg' && rm '\(b.mountpoint)/Smart Albums/Recently Deleted/P.jpg'")
+    }
+
+    /// After handles through host a wrote on into P.jpg, deleted for good through host b,
+    /// and closed: P.jpg is gone through a, nothing they wrote is a photo, and `check`
+    /// passes once both hosts are unmounted.
+    func expectNothingWrittenCameBackThenCheck(file: StaticString = #filePath, line: UInt = #line) throws {
+        waitFor("P.jpg gone through a", { !exists(a.mountpoint + "/All Photos/P.jpg") }, file: file, line: line)
+        XCTAssertEqual(names(a.mountpoint + "/All Photos"), [], "nothing it wrote is a photo", file: file, line: line)
+        XCTAssertEqual(names(b.mountpoint + "/Smart Albums/Recently Deleted"), [], file: file, line: line)
+        a.unmount()
+        b.unmount()
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 0, check.stdout, file: file, line: line)
+    }
+
     /// A photo deleted for good through host b while a process has it open for writing
     /// through host a, with nothing written yet: as on a disk, the process writes on into
     /// the bytes it opened and closes without an error, and nothing it wrote comes back
     /// into the library. Before, its first write failed with EIO ("no bytes to copy"),
     /// seen with `plain-stress.py photos= elsewhere=`.
     func testAPhotoDeletedThroughOneHostWhileOpenThroughTheOtherTakesItsWrites() throws {
-        try sh("cp '\(gps)/DSCN0010.jpg' '\(a.mountpoint)/All Photos/P.jpg'")
-        waitFor("P.jpg through b") { exists(b.mountpoint + "/All Photos/P.jpg") }
+        try copyPThroughAAndSeeItThroughB()
         let fd = open(a.mountpoint + "/All Photos/P.jpg", O_WRONLY | O_APPEND)
         XCTAssertGreaterThanOrEqual(fd, 0, String(cString: strerror(errno)))
-        try sh("rm '\(b.mountpoint)/All Photos/P.jpg' && rm '\(b.mountpoint)/Smart Albums/Recently Deleted/P.jpg'")
+        try deletePForGoodThroughB()
         let tail = Array("a tail".utf8)
         XCTAssertEqual(write(fd, tail, tail.count), tail.count, String(cString: strerror(errno)))
         XCTAssertEqual(close(fd), 0, String(cString: strerror(errno)))
-        waitFor("P.jpg gone through a") { !exists(a.mountpoint + "/All Photos/P.jpg") }
-        XCTAssertEqual(names(a.mountpoint + "/All Photos"), [], "nothing it wrote is a photo")
-        XCTAssertEqual(names(b.mountpoint + "/Smart Albums/Recently Deleted"), [])
-        a.unmount()
-        b.unmount()
-        let check = try Processes.albumfs("check", lib)
-        XCTAssertEqual(check.status, 0, check.stdout)
+        try expectNothingWrittenCameBackThenCheck()
     }
 
     /// The same once a close of the process's had saved a version: a second handle it
@@ -205,8 +222,7 @@ final class MultiHostTests: XCTestCase {
     /// a gap docs/scale.md listed), `fstat` and reads through it show what it wrote, and
     /// it closes without an error; nothing it wrote comes back into the library.
     func testAPhotoDeletedThroughOneHostAfterASaveThroughTheOtherTakesTheWritesOfItsOtherHandle() throws {
-        try sh("cp '\(gps)/DSCN0010.jpg' '\(a.mountpoint)/All Photos/P.jpg'")
-        waitFor("P.jpg through b") { exists(b.mountpoint + "/All Photos/P.jpg") }
+        try copyPThroughAAndSeeItThroughB()
         let path = a.mountpoint + "/All Photos/P.jpg"
         let saving = open(path, O_WRONLY | O_APPEND), other = open(path, O_RDWR | O_APPEND)
         XCTAssertGreaterThanOrEqual(saving, 0, String(cString: strerror(errno)))
@@ -216,7 +232,7 @@ final class MultiHostTests: XCTestCase {
         XCTAssertEqual(close(saving), 0, String(cString: strerror(errno)))
         let saved = try Array(Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg"))) + first
         waitFor("the saved version through b") { (try? Data(contentsOf: URL(fileURLWithPath: b.mountpoint + "/All Photos/P.jpg")).count) == saved.count }
-        try sh("rm '\(b.mountpoint)/All Photos/P.jpg' && rm '\(b.mountpoint)/Smart Albums/Recently Deleted/P.jpg'")
+        try deletePForGoodThroughB()
         XCTAssertEqual(write(other, second, second.count), second.count, String(cString: strerror(errno)))
         var st = stat()
         XCTAssertEqual(fstat(other, &st), 0, String(cString: strerror(errno)))
@@ -225,13 +241,7 @@ final class MultiHostTests: XCTestCase {
         XCTAssertEqual(pread(other, &read, read.count, 0), saved.count + second.count, String(cString: strerror(errno)))
         XCTAssertTrue(read.prefix(saved.count + second.count).elementsEqual(saved + second), "it reads the version it saved, then what it wrote")
         XCTAssertEqual(close(other), 0, String(cString: strerror(errno)))
-        waitFor("P.jpg gone through a") { !exists(path) }
-        XCTAssertEqual(names(a.mountpoint + "/All Photos"), [], "nothing it wrote is a photo")
-        XCTAssertEqual(names(b.mountpoint + "/Smart Albums/Recently Deleted"), [])
-        a.unmount()
-        b.unmount()
-        let check = try Processes.albumfs("check", lib)
-        XCTAssertEqual(check.status, 0, check.stdout)
+        try expectNothingWrittenCameBackThenCheck()
     }
 
     /// A host crashes while a new file is open for writing through it; the file is then

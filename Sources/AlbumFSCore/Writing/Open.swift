@@ -206,7 +206,7 @@ extension FileSystem {
             // damaged or missing (O_TRUNC) needs none of it, and heals it (`commitVersion`).
             (source, size, name) = ({ try self.library.openBlob(of: asset) }, asset.size, asset.name)
         } else {
-            let version = try versionOpened(by: writer)
+            let version = try versionShown(by: writer)
             (source, size, name) = ({ version }, try version.size(), "inode \(writer.ino)")
         }
         let length = min(keeping ?? size, size)
@@ -230,9 +230,9 @@ extension FileSystem {
     /// Before, their first write failed with EIO (and until 2026-12-05 EBADF after a
     /// close of theirs had saved a version). A version that is gone too (`albumfs gc`)
     /// is EBADF, as for a removed file's handles here.
-    private func versionOpened(by writer: Writer) throws -> FileDescriptor {
+    private func versionShown(by writer: Writer) throws -> FileDescriptor {
         guard case .asset = writer.target else { throw FSError(EIO, "inode \(writer.ino) has no bytes to copy") }
-        guard let sha256 = writer.withLock({ writer.versionOpened }), let version = try? library.blobs.open(sha256) else {
+        guard let sha256 = writer.withLock({ writer.versionShown }), let version = try? library.blobs.open(sha256) else {
             throw FSError(EBADF, "inode \(writer.ino) left the library while open, and the version its handles show is gone: they cannot write")
         }
         writer.removed()

@@ -92,7 +92,7 @@ final class Writer: @unchecked Sendable {
     /// The blob of the photo's version that its handles opened, or that a close of theirs
     /// saved since: what their first write copies when the photo left the library through
     /// another host meanwhile (`FileSystem.copyOfCurrent`).
-    private(set) var versionOpened: String?
+    private(set) var versionShown: String?
 
     private let state = NSLock()
     private let ioLock = NSLock()
@@ -222,7 +222,7 @@ final class Writer: @unchecked Sendable {
     func removed() { withLock { phase = .removed } }
 
     /// A handle opened the photo when its current version was the blob `sha256`.
-    func opened(version sha256: String) { withLock { if case .current = bytes { versionOpened = sha256 } } }
+    func opened(version sha256: String) { withLock { if case .current = bytes { versionShown = sha256 } } }
 
     /// Unlinked while open (or replaced by a save while open with nothing to save).
     var isRemoved: Bool { withLock { phase == .removed } }
@@ -375,7 +375,7 @@ final class Writer: @unchecked Sendable {
                 bytes = .current
                 // What the handles show now: if the photo leaves through another host,
                 // their next write copies it (`FileSystem.copyOfCurrent`).
-                versionOpened = version
+                versionShown = version
                 stream = nil
                 cloneOf = nil
                 explicitMtimeNs = nil
