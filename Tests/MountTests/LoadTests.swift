@@ -166,8 +166,8 @@ final class LoadTests: XCTestCase {
     }
 
     /// The mount's last warnings and errors (each refusal's reason), for a failure's message.
-    func warnings() -> String {
-        mount.log.split(separator: "\n").filter { $0.contains(" warning: ") || $0.contains(" error: ") }.suffix(30).joined(separator: "\n")
+    func warnings(_ host: MountedLibrary? = nil) -> String {
+        (host ?? mount).log.split(separator: "\n").filter { $0.contains(" warning: ") || $0.contains(" error: ") }.suffix(30).joined(separator: "\n")
     }
 
     /// Six processes write, append to, link, rename and remove the same twelve names of
@@ -257,8 +257,8 @@ final class LoadTests: XCTestCase {
         }
         waitUntilShown(there + "/" + folders[folders.count - 1])
         let run = try Processes.run("python3", arguments(here, there), timeout: 300)
-        XCTAssertTrue(run.ok, run.stdout + run.stderr + (run.ok ? "" : "\nhost a's log, last lines:\n" + mount.log.split(separator: "\n").suffix(30).joined(separator: "\n")
-                                                         + "\nhost b's log, last lines:\n" + b.log.split(separator: "\n").suffix(30).joined(separator: "\n")))
+        XCTAssertTrue(run.ok, run.stdout + run.stderr + (run.ok ? "" : "\nhost a's last warnings:\n" + warnings(mount)
+                                                         + "\nhost b's last warnings:\n" + warnings(b)))
         b.unmount()
         mount.unmount()
         let check = try Processes.albumfs("check", lib)
