@@ -136,9 +136,11 @@ public final class CoreDriver: Driver {
     private var handles: [Int: (ino: UInt64, handle: UInt64, node: UInt64)] = [:]
     private var nextHandle = 1
 
-    public init(library: String) throws {
+    /// `host`: the name of the host it serves the library as (a library several hosts
+    /// serve, PostgreSQL; nil: `ALBUMFS_HOST` or the machine's name).
+    public init(library: String, host: String? = nil) throws {
         libraryPath = library
-        fs = FileSystem(library: try Library.open(at: library, access: .exclusive), options: MountOptions())
+        fs = FileSystem(library: try Library.open(at: library, access: .exclusive, host: host), options: MountOptions())
     }
 
     private func attempt<T>(_ call: String, _ body: () throws -> T) throws -> T {

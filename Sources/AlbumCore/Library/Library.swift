@@ -33,6 +33,8 @@ public final class Library: Sendable {
     let readers: ConnectionPool
     private let lock: LibraryLock?
     private let writes = Locked(WriteTally())
+    /// See `setBeforeWrite`.
+    private let beforeWrite = Locked<(@Sendable () -> Bool)?>(nil)
 
     /// Moves on when a write transaction starts and when it ends: a value read before
     /// and after something was read from the library says whether a write may have
@@ -256,6 +258,7 @@ public final class Library: Sendable {
     /// afterwards, outside the writer lock, together with the commits of other writers
     /// that commit meanwhile (`GroupCommit`).
     public func write<T>(_ durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
+        if let hook = beforeWrite.withLock({ $0 }), hook() { beforeWrite.withLock { $0 = nil } }
         writes.withLock { $0.started &+= 1 }
         defer { writes.withLock { $0.ended &+= 1 } }
         let (result, commit) = try writer.withLock { db in
@@ -274,6 +277,12 @@ public final class Library: Sendable {
     /// The tests' way to hold a sync of SQLite's log: `hook` runs on the syncing writer's
     /// thread before each sync, outside every lock (nil: none).
     public func setBeforeLogSync(_ hook: (@Sendable () -> Void)?) { groupCommit?.setBeforeSync(hook) }
+
+    /// The tests' way to let another host act between a step of this one and the write
+    /// transaction that follows it (a race otherwise won once in thousands of calls):
+    /// `hook` runs on the writing thread before each write transaction begins, outside
+    /// every lock of this library, until it returns true; then it is dropped.
+    public func setBeforeWrite(_ hook: (@Sendable () -> Bool)?) { beforeWrite.withLock { $0 = hook } }
 
     /// Runs `body` with a reader connection; `snapshot` makes every statement see one
     /// snapshot of the library.

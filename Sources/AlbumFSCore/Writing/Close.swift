@@ -39,6 +39,7 @@ extension FileSystem {
             case .report(let error):
                 throw error
             case .commit(let work):
+                defer { keepBytesPrivate(writer) }
                 let outcome: Writer.Outcome
                 do {
                     outcome = try commit(work, of: writer)
@@ -64,6 +65,53 @@ extension FileSystem {
                     throw FSError(EINVAL, reason)
                 }
             }
+        }
+    }
+
+    /// After a commit, what the handles write on into must be a file of theirs alone. A
+    /// commit links its bytes file to its blob's name before its transaction (a private
+    /// copy in staging/, or a plain file's bytes on a store of one host), and a failed
+    /// transaction takes that name back; but on a store several hosts share the name
+    /// stays when another host's row named those same bytes meanwhile (`Library.takeBack`:
+    /// it found the file in place). The handles' next write then changed that photo's
+    /// blob under it: `albumfs check` found a blob 40 bytes longer than its row, and the
+    /// photo read EIO, in a TSan run of `LoadTests`' two-host race (an append of the
+    /// same bytes to two photos at once through the two hosts, one of which was deleted
+    /// meanwhile). A bytes file with a second name is copied, and the handles write on
+    /// into the copy; when that fails, they keep only reading it (`Writer.lostBytes`).
+    /// Inside `io`.
+    private func keepBytesPrivate(_ writer: Writer) {
+        let bytes = writer.withLock { writer.bytes }
+        let fd: FileDescriptor
+        switch bytes {
+        case .own(let own): fd = own
+        case .copy(let copy, _): fd = copy
+        case .current, .replaced: return
+        }
+        guard let st = try? fd.status(), st.st_nlink > 1 else { return }
+        do {
+            let (copy, path) = try Staging(files: library.files).makeFile(prefix: "version")
+            do {
+                try SystemCalls.copyAll(from: fd, to: copy, length: Int64(st.st_size))
+                switch (bytes, writer.withLock({ writer.target })) {
+                case (.own, .plain(let id)):
+                    try library.files.rename(path, to: .plainFile(id))
+                    writer.movedBytes(to: copy, at: nil)
+                case (.copy(_, let old), _):
+                    writer.movedBytes(to: copy, at: path)
+                    discard(old)
+                default:
+                    discard(path)
+                    throw FSError(EIO, "inode \(writer.ino)'s bytes are a plain file's of no plain file")
+                }
+            } catch {
+                discard(path)
+                throw error
+            }
+            Log.info("inode \(writer.ino): its bytes file was also a blob's after a save that did not land; its handles write on into a copy")
+        } catch {
+            Log.error("inode \(writer.ino): its bytes file is also a blob's, and cannot be copied (\(error)): its handles can only read it")
+            writer.lostBytes(error)
         }
     }
 

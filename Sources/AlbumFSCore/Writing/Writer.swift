@@ -219,6 +219,29 @@ final class Writer: @unchecked Sendable {
 
     func synced() { withLock { syncedSinceWrite = true } }
 
+    /// Its bytes are in `fd` now, a copy of them (at `path`, a private copy in staging/;
+    /// nil: a plain file's own bytes file, renamed into place), since the file they were
+    /// in got a blob's name too (`FileSystem.keepBytesPrivate`). Inside `io`.
+    func movedBytes(to fd: FileDescriptor, at path: LibraryPath?) {
+        withLock {
+            if let path { bytes = .copy(fd, path) } else { bytes = .own(fd) }
+        }
+    }
+
+    /// Its bytes file is also a blob's and could not be copied: the handles read it
+    /// (their first write copies it, `writable`), and these bytes are never saved.
+    /// Inside `io`.
+    func lostBytes(_ error: any Error) {
+        withLock {
+            switch bytes {
+            case .own(let fd), .copy(let fd, _): bytes = .replaced(fd)
+            case .current, .replaced: break
+            }
+            if case .removed = phase { return }
+            phase = .failed(errno: FSError.errno(of: error), reason: "\(error)")
+        }
+    }
+
     func removed() { withLock { phase = .removed } }
 
     /// A handle opened the photo when its current version was the blob `sha256`.
