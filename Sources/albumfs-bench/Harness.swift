@@ -229,10 +229,13 @@ final class BenchMount {
         mounted = false
         _ = try? Harness.sh("fusermount3 -u \(Harness.q(mountpoint)) || fusermount3 -u -z \(Harness.q(mountpoint))", check: false)
         // Wait for the daemon and its decoder workers to go: the library is free again,
-        // and nothing of ours runs while the next figure is measured. `[a]lbumfs`: the
-        // pattern must not match the command line of the sh that runs pgrep.
+        // and nothing of ours runs while the next figure is measured. The workers run
+        // as `/proc/self/exe decoder-worker` (until 2026-12-05 this waited for
+        // `albumfs thumbnail-worker`, a name no process has had since, and so never
+        // for them). `[a]`, `[d]`: a pattern must not match the command line of the sh
+        // that runs pgrep.
         for _ in 0..<400 {
-            let out = (try? Harness.sh("pgrep -f \(Harness.q("[a]lbumfs mount .* \(mountpoint)")); pgrep -f '[a]lbumfs thumbnail-worker'", check: false)) ?? ""
+            let out = (try? Harness.sh("pgrep -f \(Harness.q("[a]lbumfs mount .* \(mountpoint)")); pgrep -f '[d]ecoder-worker'", check: false)) ?? ""
             if out.isEmpty { return }
             usleep(25_000)
         }
