@@ -93,9 +93,14 @@ extension FileSystem {
             let (copy, path) = try Staging(files: library.files).makeFile(prefix: "version")
             do {
                 try SystemCalls.copyAll(from: fd, to: copy, length: Int64(st.st_size))
+                try copy.setModificationTime(nanoseconds: st.modificationNanoseconds)
                 switch (bytes, writer.withLock({ writer.target })) {
                 case (.own, .plain(let id)):
+                    // A plain file's bytes, durable as its close left them: on disk
+                    // before its name moves to them.
+                    try copy.sync()
                     try library.files.rename(path, to: .plainFile(id))
+                    try library.files.syncFolder(LibraryPath.plainFile(id).parent)
                     writer.movedBytes(to: copy, at: nil)
                 case (.copy(_, let old), _):
                     writer.movedBytes(to: copy, at: path)
