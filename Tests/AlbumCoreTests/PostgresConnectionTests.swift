@@ -120,6 +120,57 @@ final class PostgresConnectionTests: XCTestCase {
         XCTAssertEqual(try conn.query("SELECT count(*) FROM parents"), [["0"]], "the transaction is rolled back")
     }
 
+    /// A write whose connection is lost during its `COMMIT`, after the server committed
+    /// it (its session ended by an administrator, or the server stopped, at that moment),
+    /// succeeds: the writer asks a new session what became of the transaction. Before,
+    /// it was taken as a failure, and a save that had committed reported an error. A
+    /// server of the test's own makes the moment last: its commits wait for a standby
+    /// that never comes (`synchronous_standby_names`, in this database only), once
+    /// committed on its own disk; the test ends the writer's session in that wait,
+    /// where the server sends no reply to the `COMMIT`.
+    func testACommitWhoseConnectionIsLostAfterTheServerCommittedSucceeds() throws {
+        let server = try PostgresServer()
+        let admin = try PostgresConnection(server.conninfo())
+        defer {
+            // No commit waits for the standby any more: the server stops at once.
+            try? admin.execute("ALTER SYSTEM RESET synchronous_standby_names")
+            try? admin.execute("SELECT pg_reload_conf()")
+            server.stop()
+        }
+        // This session's own commits never wait (the server applies a reload to a
+        // session between its statements, maybe after the next one).
+        try admin.execute("SET synchronous_commit = 'local'")
+        try admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'nowhere'")
+        try admin.execute("ALTER SYSTEM SET synchronous_commit = 'local'")
+        try admin.execute("SELECT pg_reload_conf()")
+        try admin.execute("CREATE DATABASE waits")
+        let table = try PostgresConnection(server.conninfo("waits"))
+        try table.execute("SET synchronous_commit = 'local'; CREATE TABLE t (x bigint)")
+        try admin.execute("ALTER DATABASE waits SET synchronous_commit = 'on'")
+        let db = try PostgresDatabase(server.conninfo("waits"))
+        let ended = Locked(false)
+        let adminInfo = server.conninfo()
+        let killer = Thread {
+            guard let watcher = try? PostgresConnection(adminInfo) else { return }
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                if let pid = (try? watcher.query("SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep'"))?.first?.first ?? nil {
+                    _ = try? watcher.query("SELECT pg_terminate_backend($1::int)", [pid])
+                    ended.withLock { $0 = true }
+                    return
+                }
+                usleep(10_000)
+            }
+        }
+        killer.start()
+        XCTAssertNoThrow(try db.transaction(.write(durable: true)) { try db.run("INSERT INTO t VALUES (?)", 1) })
+        XCTAssertTrue(ended.withLock { $0 }, "the writer's session was ended while its COMMIT waited")
+        XCTAssertEqual(try table.query("SELECT count(*) FROM t"), [["1"]], "the row was committed")
+        XCTAssertNoThrow(try db.transaction(.write(durable: false)) { try db.run("INSERT INTO t VALUES (?)", 2) },
+                         "the writer goes on, on its new session")
+        XCTAssertEqual(try table.query("SELECT count(*) FROM t"), [["2"]])
+    }
+
     /// A listener gets a notification when the sender's transaction commits, not
     /// before, with its payload, and only on the channels it listens to.
     func testNotificationsArriveAtCommit() throws {

@@ -76,7 +76,8 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
         }
         inTransaction = true
         defer { inTransaction = false }
-        return try committing {
+        guard case .write = kind else { return try committing(body) }
+        return try committingWrite {
             if case .write(let durable) = kind {
                 try execute("SELECT pg_advisory_xact_lock(\(Self.writerLock))")
                 // A lazy commit is in the server's WAL buffers at once, on disk within
@@ -97,6 +98,49 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
     }
 
     private static let foreignKeyViolation = "23503"
+
+    /// `committing` for a write: a connection lost during its `COMMIT` leaves the outcome
+    /// unknown, since the server may have committed before the session ended (a server
+    /// stopped or a session ended by an administrator at that moment). Taken as a
+    /// failure, a save that had committed reported an error, and its caller took back
+    /// what the committed rows name (docs/scale.md). So the transaction's id is asked
+    /// before the `COMMIT`, and after such a loss a new session asks the server what
+    /// became of it (`pg_xact_status`, made for this): committed, the write succeeded.
+    private func committingWrite<T>(_ body: () throws -> T) throws -> T {
+        let result: T, id: String?
+        do {
+            result = try body()
+            // None when it wrote nothing: then nothing is lost either way.
+            id = try connection.query("SELECT pg_current_xact_id_if_assigned()::text").first?.first ?? nil
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        do {
+            try execute("COMMIT")
+        } catch where connection.isLost {
+            guard let id, committedAfterAll(id) else { throw error }
+            Log.warning("the connection to PostgreSQL was lost during a commit, which the server had made (transaction \(id)); going on")
+        }
+        return result
+    }
+
+    /// Whether transaction `id`, whose `COMMIT` lost the connection, was committed:
+    /// asked through a new session, and again while the server is still ending it.
+    private func committedAfterAll(_ id: String) -> Bool {
+        let deadline = nowNanoseconds() + 10 * nanosecondsPerSecond
+        while nowNanoseconds() < deadline {
+            do {
+                if connection.isLost { try connection.reconnect() }
+                let status = try connection.query("SELECT pg_xact_status($1::xid8)", [id]).first?.first ?? nil
+                if status != "in progress" { return status == "committed" }
+            } catch {
+                Log.warning("asking PostgreSQL whether transaction \(id) was committed: \(error)")
+            }
+            usleep(20_000)
+        }
+        return false
+    }
 
     /// PostgreSQL's generic plan for `sql`: the one it would use for any values of the
     /// parameters (PostgreSQL 15 has no `EXPLAIN (GENERIC_PLAN)`; a prepared statement
