@@ -78,6 +78,31 @@ public final class PostgresConnection: @unchecked Sendable {
         try check(result, sql)
     }
 
+    /// Runs `sql`, several statements, in one round trip, and returns the first column of
+    /// the first row of the first statement's result (nil: no row, or NULL), read even
+    /// when a later statement fails or the connection is lost during it; with the error
+    /// of the first statement that failed, if one did.
+    public func executeKeepingFirstValue(_ sql: String) -> (first: String?, error: PostgresError?) {
+        guard PQsendQuery(conn, sql) == 1 else {
+            return (nil, PostgresError(sqlState: nil, message: Self.text(PQerrorMessage(conn)), sql: sql))
+        }
+        var first: String?, error: PostgresError?, isFirst = true
+        while let result = PQgetResult(conn) {
+            defer { PQclear(result) }
+            if isFirst, PQresultStatus(result) == PGRES_TUPLES_OK, PQntuples(result) > 0, PQgetisnull(result, 0, 0) == 0 {
+                first = String(cString: PQgetvalue(result, 0, 0))
+            }
+            isFirst = false
+            if error == nil {
+                do { try check(result, sql) } catch let failed as PostgresError { error = failed } catch {}
+            }
+        }
+        if error == nil, PQstatus(conn) != CONNECTION_OK {
+            error = PostgresError(sqlState: nil, message: Self.text(PQerrorMessage(conn)), sql: sql)
+        }
+        return (first, error)
+    }
+
     /// Rows changed by the last statement run with `query` (its command tag's count).
     public private(set) var changes = 0
 

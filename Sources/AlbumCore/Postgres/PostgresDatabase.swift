@@ -104,24 +104,26 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
     /// stopped or a session ended by an administrator at that moment). Taken as a
     /// failure, a save that had committed reported an error, and its caller took back
     /// what the committed rows name (docs/scale.md). So the transaction's id is asked
-    /// before the `COMMIT`, and after such a loss a new session asks the server what
-    /// became of it (`pg_xact_status`, made for this): committed, the write succeeded.
+    /// with the `COMMIT`, in the same round trip, and after such a loss a new session
+    /// asks the server what became of it (`pg_xact_status`, made for this): committed,
+    /// the write succeeded.
     private func committingWrite<T>(_ body: () throws -> T) throws -> T {
-        let result: T, id: String?
+        let result: T
         do {
             result = try body()
-            // None when it wrote nothing: then nothing is lost either way.
-            id = try connection.query("SELECT pg_current_xact_id_if_assigned()::text").first?.first ?? nil
         } catch {
             try? execute("ROLLBACK")
             throw error
         }
-        do {
-            try execute("COMMIT")
-        } catch where connection.isLost {
-            guard let id, committedAfterAll(id) else { throw error }
-            Log.warning("the connection to PostgreSQL was lost during a commit, which the server had made (transaction \(id)); going on")
+        // No id when it wrote nothing: then nothing is lost either way.
+        let (id, failed) = connection.executeKeepingFirstValue("SELECT pg_current_xact_id_if_assigned()::text; COMMIT")
+        guard let failed else { return result }
+        guard connection.isLost else {
+            try? execute("ROLLBACK")
+            throw failed
         }
+        guard let id, committedAfterAll(id) else { throw failed }
+        Log.warning("the connection to PostgreSQL was lost during a commit, which the server had made (transaction \(id)); going on")
         return result
     }
 
