@@ -117,6 +117,8 @@ extension FileSystem {
         } catch {
             Log.error("inode \(writer.ino): its bytes file is also a blob's, and cannot be copied (\(error)): its handles can only read it")
             writer.lostBytes(error)
+            // Read through the descriptor from now on: its name in staging/ can go.
+            if case .copy(_, let old) = bytes { discard(old) }
         }
     }
 
