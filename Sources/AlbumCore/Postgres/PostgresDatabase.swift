@@ -131,16 +131,20 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
     /// asked through a new session, and again while the server is still ending it.
     private func committedAfterAll(_ id: String) -> Bool {
         let deadline = nowNanoseconds() + 10 * nanosecondsPerSecond
+        var warned = false
         while nowNanoseconds() < deadline {
             do {
                 if connection.isLost { try connection.reconnect() }
                 let status = try connection.query("SELECT pg_xact_status($1::xid8)", [id]).first?.first ?? nil
                 if status != "in progress" { return status == "committed" }
             } catch {
-                Log.warning("asking PostgreSQL whether transaction \(id) was committed: \(error)")
+                // Once: a server that is down answers the same every 20 ms.
+                if !warned { Log.warning("asking PostgreSQL whether transaction \(id) was committed: \(error); asking again for 10 s") }
+                warned = true
             }
             usleep(20_000)
         }
+        Log.warning("PostgreSQL did not say whether transaction \(id) was committed; it is taken as failed")
         return false
     }
 
