@@ -84,7 +84,14 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             let (attributes, opened) = try b.fs.create(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode), flags: shim_fi_flags(fi),
                                                        pid: caller(req))
             guard let opened else { throw FSError(EIO, "create did not open") }
-            shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
+            // A file created to be written only (`cp`, a save into a temporary name) is
+            // written past the kernel's page cache (direct I/O): its pages there would be
+            // a second copy of every byte, in memory no reader asked for. Nothing can map
+            // or read through such a descriptor, and the kernel drops what other
+            // descriptors cached of the range each write covers (docs/performance.md,
+            // "Copies in without the page cache").
+            let writeOnly = shim_fi_flags(fi) & O_ACCMODE == O_WRONLY
+            shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, writeOnly ? 1 : 0, 0)
             var e = b.entry(attributes, created: true)
             if fuse_reply_create(req, &e, fi) != 0 { b.fs.release(handle: opened.handle) }
         }

@@ -746,6 +746,45 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// A file being written by a program that opened it write-only, as `cp` does (the
+    /// kernel sends those writes straight to the daemon, without its page cache: see
+    /// docs/performance.md, "Copies in without the page cache"), read meanwhile through
+    /// another descriptor and a mapping: every write is seen at once, as on a disk. The
+    /// oracle is a plain directory, for a text file and for a photo.
+    func testAFileBeingCopiedInIsReadAsItIsWrittenAsOnADisk() throws {
+        let script = """
+            import mmap, os, sys
+            folder, photo = sys.argv[1], open(sys.argv[2], 'rb').read()
+            for name, first in (('notes.txt', b'A' * 8192), ('photo.jpg', photo)):
+                path = os.path.join(folder, name)
+                w = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                os.write(w, first)
+                r = os.open(path, os.O_RDONLY)
+                m = mmap.mmap(r, 8192, prot=mmap.PROT_READ)
+                seen = [os.pread(r, 4, 0), m[4096:4100]]
+                os.pwrite(w, b'BBBB', 0)
+                os.pwrite(w, b'CCCC', 4096)
+                os.write(w, b'tail')
+                seen += [os.pread(r, 4, 0), m[4096:4100], os.fstat(r).st_size]
+                os.close(w)
+                seen += [os.pread(r, 4, 0), m[4096:4100]]
+                m.close()
+                os.close(r)
+                again = open(path, 'rb').read()
+                print(name, seen, len(again), again[:4], again[4096:4100], again[-4:])
+            """
+        let photo = gps + "/DSCN0010.jpg"
+        let plain = temp.sub("plain-copied-in")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        let there = try Processes.run("python3", ["-c", script, plain, photo])
+        XCTAssertTrue(there.ok, there.stderr)
+        XCTAssertTrue(there.stdout.contains("b'BBBB', b'CCCC'"), there.stdout)
+        try sh("mkdir Albums/Copied")
+        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Copied", photo])
+        XCTAssertEqual(here.stdout, there.stdout, here.stderr)
+        try check()
+    }
+
     func testCopyInsideTheMountAddsAMembershipWithoutNewBytes() throws {
         try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/")
         let blobs = try FileManager.default.subpathsOfDirectory(atPath: lib + "/originals").count
