@@ -130,7 +130,8 @@ enum ImportBench {
         try Harness.requireRoom(bytes * Int64((small ? 6 : 4) * runs) + (1 << 30), in: dir, for: "the import runs")
 
         let mountpoint = dir + "/import.mnt", ptMount = dir + "/import.passthrough"
-        let passthrough = try Passthrough(dir: dir, source: runsFolder + "/passthrough", mountpoint: ptMount)
+        let passthrough = try Passthrough(dir: dir, source: runsFolder + "/passthrough", mountpoint: ptMount,
+                                          options: Passthrough.copyOptions)
         defer { passthrough.unmount() }
         let times = try copiesInTurns(runs, card: card, what: "cp -r \(count) \(what)", runsFolder: runsFolder, mountpoint: mountpoint, ptMount: ptMount,
                                       copy: { "cp -r \(Harness.q(card))/. \(Harness.q($0))/" },
