@@ -121,7 +121,7 @@ enum ImportBench {
         // And each run starts from the same page cache (`sameStart`): kept in the cache,
         // the last runs' copies pushed every later run into memory this guest had never
         // touched, which costs several times a touched page (measured 2026-12-05: the
-        // durable copy of the 24 MP photos took 0.6-0.7 s while 14 GB were free, 1.3-2.1 s
+        // durable copy of the 24 MP photos took 0.6-0.9 s while 14 GB were free, 1.3-2.1 s
         // once the runs' files had filled 8 GB of cache, 0.65-0.69 s again with the
         // caches dropped before each run, the files kept).
         let runsFolder = Self.scratch(dir: dir) + (small ? "/small" : "/large")
