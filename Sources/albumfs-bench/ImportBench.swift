@@ -175,8 +175,7 @@ enum ImportBench {
         let album = mountpoint + "/Albums/Card", ptFolder = { ptMount + "/\(name)-\(run)" }
         return try Harness.mediansInTurns(runs, [
             (prepare: {
-                mount?.unmount()
-                try sameStart(card)
+                try sameStart(card)  // the last run's mount went in passthrough_ll's prepare
                 run += 1
                 try Harness.freshLibrary(runsFolder + "/\(name)-\(run).library")
                 mount = try BenchMount(library: runsFolder + "/\(name)-\(run).library", mountpoint: mountpoint)

@@ -76,14 +76,12 @@ public final class PostgresDatabase: Database, @unchecked Sendable {
         }
         inTransaction = true
         defer { inTransaction = false }
-        guard case .write = kind else { return try committing(body) }
+        guard case .write(let durable) = kind else { return try committing(body) }
         return try committingWrite {
-            if case .write(let durable) = kind {
-                try execute("SELECT pg_advisory_xact_lock(\(Self.writerLock))")
-                // A lazy commit is in the server's WAL buffers at once, on disk within
-                // wal_writer_delay: the same promise as SQLite's synchronous=NORMAL.
-                if !durable { try execute("SET LOCAL synchronous_commit = off") }
-            }
+            try execute("SELECT pg_advisory_xact_lock(\(Self.writerLock))")
+            // A lazy commit is in the server's WAL buffers at once, on disk within
+            // wal_writer_delay: the same promise as SQLite's synchronous=NORMAL.
+            if !durable { try execute("SET LOCAL synchronous_commit = off") }
             do {
                 return try body()
             } catch let error as PostgresError where error.sqlState == Self.foreignKeyViolation {
