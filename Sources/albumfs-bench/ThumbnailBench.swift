@@ -39,10 +39,16 @@ enum ThumbnailBench {
             }),
         ], what: "thumbnails of \(count) photos", names: ["albumfs", "vipsthumbnail", "convert"])
         let (ours, vips, magick) = (times[0], times[1], times[2])
-        // Cached: the last run's library, its thumbnails made, mounted again.
+        // Cached: the last run's library, its thumbnails made, mounted again; against the
+        // same thumbnail files read straight from the page cache (PRODUCT.md section 7:
+        // "cached ones at page-cache speed"; the goal is the one of warm reads of photos).
         mount = try BenchMount(library: library, mountpoint: mountpoint)
-        try Harness.sh("cat \(folder)/* > /dev/null")
-        let cached = try Harness.median(Harness.runs) { try Harness.sh("cat \(folder)/* > /dev/null") }
+        let made = "\(Harness.q(library))/thumbnails/256/*/*.jpg"
+        try Harness.sh("cat \(folder)/* \(made) > /dev/null")
+        let warm = try Harness.mediansInTurns(Harness.runs, [
+            (prepare: {}, body: { try Harness.sh("cat \(folder)/* > /dev/null") }),
+            (prepare: {}, body: { try Harness.sh("cat \(made) > /dev/null") }),
+        ], what: "reads of \(count) cached thumbnails", names: ["albumfs", "the files"])
         mount?.unmount()
 
         let n = Double(count)
@@ -50,6 +56,7 @@ enum ThumbnailBench {
                        baselineName: "vipsthumbnail -s 256, \(cores) in parallel", unit: "/s", goal: .ratioAtLeast(1.0))
         Harness.record("thumbnails/s, \(count) 24 MP photos, cold", ours: n / ours, baseline: n / magick,
                        baselineName: "convert -define jpeg:size -thumbnail, \(cores) in parallel", unit: "/s")
-        Harness.record("read \(count) cached thumbnails", ours: cached, baseline: nil, baselineName: "")
+        Harness.record("read \(count) cached thumbnails", ours: warm[0], baseline: warm[1],
+                       baselineName: "the thumbnail files, read directly", goal: .ratioAtMost(1.05))
     }
 }

@@ -19,6 +19,15 @@ public final class ThumbnailCache: Sendable {
     let decoder: any Decoding
     /// Keys being made now, so that two requests for one thumbnail make it once.
     private let inFlight = Locked<[String: NSCondition]>([:])
+    /// Thumbnails found made, by key. A made thumbnail's file is never written again (its
+    /// name is its source's hash and its size), so a look at one found before needs no
+    /// stat: a viewer's open of a cached thumbnail looked twice (may it wait? then the
+    /// open), each a folder opened and a name stat-ed, a fifth of the daemon's time per
+    /// open. Files under `thumbnails/` may be deleted at any time: whoever finds a
+    /// remembered one missing says so (`missing`), and the next look makes it again.
+    private let found = Locked<[String: Thumbnail]>([:])
+    /// Bounded: emptied when full (a few MB), then filled again by the next looks.
+    private static let foundLimit = 16_384
 
     public init(library: Library, decoder: any Decoding) {
         self.library = library
@@ -27,10 +36,25 @@ public final class ThumbnailCache: Sendable {
 
     /// The thumbnail if it is made already.
     public func cached(sha256: String, size: Int) -> Thumbnail? {
+        let key = Self.key(sha256, size)
+        if let known = found.withLock({ $0[key] }) { return known }
         let path = LibraryPath.thumbnail(sha256: sha256, size: size, ext: "jpg")
         guard let st = try? library.files.status(path), st.isRegularFile else { return nil }
-        return Thumbnail(path: path, size: Int64(st.st_size), mtimeNs: st.modificationNanoseconds)
+        let thumbnail = Thumbnail(path: path, size: Int64(st.st_size), mtimeNs: st.modificationNanoseconds)
+        found.withLock { found in
+            if found.count >= Self.foundLimit { found.removeAll(keepingCapacity: true) }
+            found[key] = thumbnail
+        }
+        return thumbnail
     }
+
+    /// The thumbnail `cached` returned for these was found missing on disk (its file
+    /// deleted since): the next look stats it again, and makes it when it is gone.
+    public func missing(sha256: String, size: Int) {
+        _ = found.withLock { $0.removeValue(forKey: Self.key(sha256, size)) }
+    }
+
+    private static func key(_ sha256: String, _ size: Int) -> String { "\(size)/\(sha256)" }
 
     /// Whether a decoder said these bytes cannot be decoded.
     public func failed(sha256: String, size: Int) -> Bool {
@@ -42,7 +66,7 @@ public final class ThumbnailCache: Sendable {
     public func thumbnail(for asset: Asset, size: Int) -> Thumbnail? {
         if let done = cached(sha256: asset.sha256, size: size) { return done }
         if failed(sha256: asset.sha256, size: size) { return nil }
-        let key = "\(size)/\(asset.sha256)"
+        let key = Self.key(asset.sha256, size)
         // One maker per key; the others wait for it.
         let (condition, mine) = inFlight.withLock { flights -> (NSCondition, Bool) in
             if let existing = flights[key] { return (existing, false) }

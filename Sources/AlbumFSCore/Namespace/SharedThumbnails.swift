@@ -86,9 +86,10 @@ extension FileSystem {
     /// lookup does); nil when the photo has no thumbnail.
     func sharedThumbnailFile(_ entry: SharedEntry) throws -> Thumbnail? {
         let side = entry.large ? 256 : 128
-        guard let jpeg = thumbnails.thumbnail(for: entry.asset, size: sharedSourceSize(large: entry.large)) else { return nil }
-        return try thumbnails.sharedPNG(of: jpeg, sha256: entry.asset.sha256, side: side, uri: Self.relativeURI(entry.name),
-                                        mtimeSeconds: Dates.floorSeconds(entry.asset.mtimeNanoseconds))
+        return try withThumbnail(of: entry.asset, size: sharedSourceSize(large: entry.large)) { jpeg in
+            try thumbnails.sharedPNG(of: jpeg, sha256: entry.asset.sha256, side: side, uri: Self.relativeURI(entry.name),
+                                     mtimeSeconds: Dates.floorSeconds(entry.asset.mtimeNanoseconds))
+        }
     }
 
     /// The side of the JPEG a shared PNG is made from: the mount's `.thumbnails` one,

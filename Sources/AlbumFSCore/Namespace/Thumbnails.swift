@@ -14,6 +14,23 @@ extension FileSystem {
         thumbnails.thumbnail(for: asset, size: options.thumbnailSize)
     }
 
+    /// `use` of the thumbnail of an asset at `size`, made now if it is missing (this
+    /// request waits for it); nil when its bytes cannot be decoded. A file deleted since
+    /// it was last found (someone emptied `thumbnails/`, as they may at any time) is made
+    /// again, once: `use` finding it gone (ENOENT) is tried again with the new one.
+    func withThumbnail<T>(of asset: Asset, size: Int, _ use: (Thumbnail) throws -> T) throws -> T? {
+        var again = false
+        while true {
+            guard let thumbnail = thumbnails.thumbnail(for: asset, size: size) else { return nil }
+            do {
+                return try use(thumbnail)
+            } catch let error as LibraryError where error.errno == ENOENT && !again {
+                thumbnails.missing(sha256: asset.sha256, size: size)
+                again = true
+            }
+        }
+    }
+
     /// A thumbnail that could not be had: ENOENT when its bytes cannot be decoded (it
     /// is not listed either), EIO when the decoder failed for now (it is tried again at
     /// the next look). ENOENT then would tell an NFS server that a handle it holds is

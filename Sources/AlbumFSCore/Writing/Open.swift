@@ -116,10 +116,10 @@ extension FileSystem {
             return try opened(ino: ino, node: node, .readOnly(bytes), keepCache: false, readOnly: true, name: file.name)
         case .thumbnail(let asset):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
-            guard let thumbnail = try thumbnailWaitingIfNeeded(of: asset) else { throw thumbnailMissing(of: asset, "the thumbnail of \(asset.name)") }
-            let fd = try explained("thumbnail of \(asset.name) cannot be opened") {
-                try library.files.open(thumbnail.path, flags: O_RDONLY)
+            let opened = try explained("thumbnail of \(asset.name) cannot be opened") {
+                try withThumbnail(of: asset, size: options.thumbnailSize) { try library.files.open($0.path, flags: O_RDONLY) }
             }
+            guard let fd = opened else { throw thumbnailMissing(of: asset, "the thumbnail of \(asset.name)") }
             return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), name: "thumbnail of \(asset.name)", pid: pid)
         case .sharedThumbnail(let entry):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
