@@ -46,6 +46,24 @@ final class CheckAndCrashTests: XCTestCase {
     /// reads refuse them (EIO) as they would a file changed on disk. `check` names each
     /// (a review found it saying "ok"), `check --repair` records the intact ones as they
     /// are, and they read again. An orphan a crash left short is a note, not damage.
+    /// A name shown twice in one album, a photo's and a plain file's (what a race
+    /// through two hosts left once, 2026-12-05): `check` names the album and the name.
+    /// The rows are written with sqlite3 here, as no call through the mount makes them.
+    func testCheckNamesANameAPhotoAndAPlainFileShareInOneAlbum() throws {
+        let lib = temp.sub("lib")
+        XCTAssertTrue(try Processes.albumfs("init", lib).ok)
+        XCTAssertTrue(try Processes.albumfs("import", lib, "--album", "Trip", Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg").ok)
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+        let forged = try Processes.run("sqlite3", [lib + "/library.db", """
+            INSERT INTO plain_files(id, dir_ino, name, name_key, mode, mtime_ns, changed_ns, blob_sha256)
+            SELECT 900000, m.album_id, m.name, m.name_key, 420, 0, 0, a.sha256 FROM memberships m JOIN assets a ON a.id = m.asset_id
+            """], timeout: 30)
+        XCTAssertTrue(forged.ok, forged.stderr)
+        let check = try Processes.albumfs("check", lib)
+        XCTAssertEqual(check.status, 1, check.stdout)
+        XCTAssertTrue(check.stdout.contains("Trip/Olympus_C8080WZ.jpg names a photo and a plain file"), check.stdout)
+    }
+
     func testACopyOfTheLibraryWithoutItsTimesIsNamedAndRepairedByCheck() throws {
         let lib = temp.sub("lib"), copy = temp.sub("copy")
         XCTAssertTrue(try Processes.albumfs("init", lib).ok)

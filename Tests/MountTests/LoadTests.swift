@@ -9,8 +9,9 @@ import XCTest
 /// keeps a model of what its operations must have done; afterwards the library equals
 /// the models, and `albumfs check` passes.
 ///
-/// `ALBUMFS_LOAD_SECONDS` sets how long (default 40); `ALBUMFS_BUILD_DIR` may point at a
-/// sanitizer build (mount-scripts/sanitizers).
+/// `ALBUMFS_LOAD_SECONDS` sets how long (default 40), `ALBUMFS_RACE_SECONDS` how long the
+/// two-host races of plain-stress.py run (default 10; longer by hand, to look for a rare
+/// ending); `ALBUMFS_BUILD_DIR` may point at a sanitizer build (mount-scripts/sanitizers).
 final class LoadTests: XCTestCase {
     var temp: TempDirectory!
     var mount: MountedLibrary!
@@ -165,7 +166,9 @@ final class LoadTests: XCTestCase {
         try runClients(on: [mount])
     }
 
-    /// The mount's last warnings and errors (each refusal's reason), for a failure's message.
+    /// The mount's last warnings and errors (each refusal's reason), for a failure's message;
+    /// put before the client's own words, which must end the message: a CI report shows
+    /// only the lines before "failed".
     func warnings(_ host: MountedLibrary? = nil) -> String {
         (host ?? mount).log.split(separator: "\n").filter { $0.contains(" warning: ") || $0.contains(" error: ") }.suffix(30).joined(separator: "\n")
     }
@@ -192,7 +195,7 @@ final class LoadTests: XCTestCase {
         let photo = "photos=" + Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg"
         for extra in [[], ["links"], [photo], ["links", photo]] {
             let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/plain-stress.py", root, "8"] + extra, timeout: 120)
-            XCTAssertTrue(run.ok, "\(extra): " + run.stdout + run.stderr + (run.ok ? "" : "\nthe daemon's warnings:\n" + warnings()))
+            XCTAssertTrue(run.ok, (run.ok ? "" : "the daemon's warnings:\n" + warnings() + "\n") + "\(extra): " + run.stdout + run.stderr)
         }
         mount.unmount()
         let check = try Processes.albumfs("check", lib)
@@ -238,10 +241,12 @@ final class LoadTests: XCTestCase {
         try racePlainStressOnTwoHosts(["photos=" + Self.racingJPEG])
     }
 
-    /// plain-stress.py for 10 s with links through two hosts, then `albumfs check`.
+    /// plain-stress.py for 10 s (`ALBUMFS_RACE_SECONDS`) with links through two hosts,
+    /// then `albumfs check`.
     func racePlainStressOnTwoHosts(_ arguments: [String]) throws {
+        let seconds = ProcessInfo.processInfo.environment["ALBUMFS_RACE_SECONDS"] ?? "10"
         try raceOnTwoHosts(folders: ["A", "B"]) { here, there in
-            [Self.client("plain-stress.py"), here, "10", "links", "elsewhere=" + there] + arguments
+            [Self.client("plain-stress.py"), here, seconds, "links", "elsewhere=" + there] + arguments
         }
     }
 
@@ -257,8 +262,8 @@ final class LoadTests: XCTestCase {
         }
         waitUntilShown(there + "/" + folders[folders.count - 1])
         let run = try Processes.run("python3", arguments(here, there), timeout: 300)
-        XCTAssertTrue(run.ok, run.stdout + run.stderr + (run.ok ? "" : "\nhost a's last warnings:\n" + warnings(mount)
-                                                         + "\nhost b's last warnings:\n" + warnings(b)))
+        XCTAssertTrue(run.ok, (run.ok ? "" : "host a's last warnings:\n" + warnings(mount) + "\nhost b's last warnings:\n"
+                                             + warnings(b) + "\nwhat the client said:\n") + run.stdout + run.stderr)
         b.unmount()
         mount.unmount()
         let check = try Processes.albumfs("check", lib)

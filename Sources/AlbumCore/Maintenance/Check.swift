@@ -191,6 +191,26 @@ extension Library {
             try write { tx in try tx.db.run("DELETE FROM plain_files WHERE \(orphaned)") }
             report.repairs.append("removed \(orphanLinks.count) name(s) of plain files that were gone")
         }
+        // A name shown twice in one album (a photo's and a plain file's, or either and a
+        // sub-album's): its listing shows both, and a lookup finds only the first (a
+        // photo, then a sub-album, then a plain file). Every way to a new name checks the
+        // others in its transaction; this says whether one did not.
+        // (A photo's entry is shown where it is visible; in the desktop trash's files/, trashed.)
+        let trashFiles = AlbumRole.trashFiles.rawValue
+        let shown = "((al.role = \(trashFiles) AND a.trashed_at IS NOT NULL) OR (coalesce(al.role, 0) != \(trashFiles) AND \(AssetView.visible)))"
+        let sharedNames = try read { r in
+            try r.db.query("""
+                SELECT al.name, m.name, 'a photo and a plain file' FROM memberships m JOIN albums al ON al.id = m.album_id
+                    JOIN assets a ON a.id = m.asset_id JOIN plain_files p ON p.dir_ino = m.album_id AND p.name_key = m.name_key
+                    WHERE \(shown)
+                UNION ALL SELECT al.name, s.name, 'a photo and an album' FROM albums s JOIN albums al ON al.id = s.parent_id
+                    JOIN memberships m ON m.album_id = s.parent_id AND m.name_key = s.name_key JOIN assets a ON a.id = m.asset_id
+                    WHERE \(shown)
+                UNION ALL SELECT al.name, s.name, 'an album and a plain file' FROM albums s JOIN albums al ON al.id = s.parent_id
+                    JOIN plain_files p ON p.dir_ino = s.parent_id AND p.name_key = s.name_key
+                """) { "\($0.text(0))/\($0.text(1)) names \($0.text(2))" }
+        }
+        report.problems += sharedNames.map { "\($0): the album lists the name twice; rename one through the mount (a lookup finds the photo, then the album, then the plain file)" }
         let danglingAlbums = try read { r in
             // The desktop trash folders live at the root of the mount (parent -1).
             try r.db.query("SELECT id, name FROM albums WHERE parent_id > 0 AND parent_id NOT IN (SELECT id FROM albums)") { "\($0.text(1)) (\($0.int64(0)))" }

@@ -10,7 +10,7 @@ import XCTest
 /// machines do), for races that a real two-host run meets once in thousands of calls:
 /// `Library.setBeforeWrite` lets host b act at the very moment between a step of host
 /// a and its transaction.
-final class TwoHostSaveTests: XCTestCase {
+final class TwoHostRaceTests: XCTestCase {
     var temp: TempDirectory!
     var database: String?
     var a: CoreDriver!
