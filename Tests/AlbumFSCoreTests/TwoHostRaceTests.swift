@@ -84,4 +84,70 @@ final class TwoHostRaceTests: XCTestCase {
         let check = try a.fs.library.check()
         XCTAssertEqual(check.problems, [])
     }
+
+    /// Photo P is in Recently Deleted. Host a removes it there for good (`rm`), and
+    /// between host a's look and its transaction host b restores it (`mv` back into All
+    /// Photos). On a disk the name is gone by the time the rm runs: it fails with ENOENT,
+    /// and the file stays. Before, host a deleted P for good, restored or not.
+    func testAnRmInRecentlyDeletedLeavesAPhotoAnotherHostRestoredMeanwhile() throws {
+        let jpeg = try Self.jpeg()
+        try a.mkdir("Albums/Trip")
+        try a.put("Albums/Trip/P.jpg", jpeg)
+        try a.unlink("All Photos/P.jpg")
+        XCTAssertTrue(b.exists("Smart Albums/Recently Deleted/P.jpg"))
+        let ran = actingThroughHostB { b in try b.rename("Smart Albums/Recently Deleted/P.jpg", "All Photos/P.jpg") }
+        XCTAssertEqual(a.errno { try a.unlink("Smart Albums/Recently Deleted/P.jpg") }, ENOENT,
+                       "the rm finds the name gone, as on a disk")
+        XCTAssertEqual(ran(), [], "host b restored P between host a's look and its transaction")
+        XCTAssertEqual(try a.get("All Photos/P.jpg"), jpeg, "P is back, not deleted for good")
+        XCTAssertEqual(try a.list("Albums/Trip"), ["P.jpg"], "with its album")
+        XCTAssertEqual(try a.list("Smart Albums/Recently Deleted"), [])
+        XCTAssertEqual(try a.fs.library.check().problems, [])
+    }
+
+    /// Host a renames photo T over photo P in one album (a save: P's next version is the
+    /// bytes of what it renames), and between its look and its transaction host b renames
+    /// T to U.jpg and copies photo S in under the name T had. rename(2) acts on what the
+    /// name is when it runs: S's bytes are P's next version, and U.jpg is T as it was.
+    /// Before, P took T's bytes, and the entry that left was S's.
+    func testARenameOverAPhotoSavesWhatTheNameIsWhenAnotherHostReplacedItMeanwhile() throws {
+        let jpeg = try Self.jpeg()
+        let t = jpeg + Array("T".utf8), s = jpeg + Array("S".utf8)
+        try a.mkdir("Albums/Trip")
+        try a.put("Albums/Trip/P.jpg", jpeg)
+        // Made through host b: host a knows no minute of a save for it.
+        try b.put("Albums/Trip/T.jpg", t)
+        XCTAssertEqual(try a.get("Albums/Trip/T.jpg"), t)
+        let ran = actingThroughHostB { b in
+            try b.rename("Albums/Trip/T.jpg", "Albums/Trip/U.jpg")
+            try b.put("Albums/Trip/T.jpg", s)
+        }
+        XCTAssertNoThrow(try a.rename("Albums/Trip/T.jpg", "Albums/Trip/P.jpg"))
+        XCTAssertEqual(ran(), [], "host b acted between host a's look and its transaction")
+        let which = { (bytes: [UInt8]) in bytes == s ? "S" : bytes == t ? "T" : bytes == jpeg ? "P as it was" : "other bytes" }
+        XCTAssertEqual(which(try a.get("Albums/Trip/P.jpg")), "S", "P's next version is what T.jpg was when the rename ran")
+        XCTAssertEqual(which(try a.get("Albums/Trip/U.jpg")), "T", "T lives on as U.jpg, unchanged")
+        XCTAssertEqual(Set(try a.list("Albums/Trip")), ["P.jpg", "U.jpg"])
+        XCTAssertEqual(try a.fs.library.check().problems, [])
+    }
+
+    static func jpeg() throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg")))
+    }
+
+    /// Has host b run `body` just before host a's next write transaction; returns what
+    /// tells, afterwards, what went wrong: host b's failures, or that it never ran.
+    func actingThroughHostB(_ body: @escaping @Sendable (CoreDriver) throws -> Void) -> () -> [String] {
+        nonisolated(unsafe) let hostB: CoreDriver = b
+        let failures = Locked<[String]>([]), ran = Locked(false)
+        a.fs.library.setBeforeWrite {
+            do { try body(hostB) } catch { failures.withLock { $0.append("host b: \(error)") } }
+            ran.withLock { $0 = true }
+            return true
+        }
+        return { [a] in
+            a?.fs.library.setBeforeWrite(nil)
+            return ran.withLock { $0 } ? failures.withLock { $0 } : ["host b never ran"]
+        }
+    }
 }

@@ -47,7 +47,10 @@ extension FileSystem {
                let photo = try photoSaved(from: asset, in: folder, since: fresh.atNs, onlyHere: true) {
                 // A save's temporary file, removed once its bytes are the photo's: gone
                 // without a trace, as if it had been renamed over the photo.
-                try whileLeaving(asset) { try library.write { tx in try tx.vanish(asset.id, into: photo.id) } }
+                try whileLeaving(asset) { try library.write { tx in
+                    try expectShown(asset, as: name, in: folder, tx)
+                    try tx.vanish(asset.id, into: photo.id)
+                } }
                 saves.forget(asset.id)
                 afterChange(views: asset, folders: [parent], entries: [(parent, name)])
                 return
@@ -56,13 +59,19 @@ extension FileSystem {
                let photo = try photoSaved(from: asset, in: folder, since: restored.atNs, onlyHere: false) {
                 // A save's temporary file whose close brought this photo back from Recently
                 // Deleted: it goes back there as it was, as if renamed over the photo.
-                try library.write { tx in try putBack(asset, as: name, by: removal, restored, tx) }
+                try library.write { tx in
+                    try expectShown(asset, as: name, in: folder, tx)
+                    try putBack(asset, as: name, by: removal, restored, tx)
+                }
                 saves.forget(asset.id)
                 afterChange(asset: try? library.asset(id: asset.id), views: asset, folders: [parent], entries: [(parent, name)])
                 Log.info("\(name) removed after \(photo.name) took its bytes: \(restored.name), which they had brought back, is in Recently Deleted again")
                 return
             }
-            let remove = { try self.library.write { tx in try self.remove(asset, as: name, by: removal, tx) } }
+            let remove = { try self.library.write { tx in
+                try self.expectShown(asset, as: name, in: folder, tx)
+                return try self.remove(asset, as: name, by: removal, tx)
+            } }
             let left = removal == .deleteForGood ? try whileLeaving(asset, remove) : try remove()
             switch removal {
             case .trash: Log.info("moved \(asset.name) to Recently Deleted")

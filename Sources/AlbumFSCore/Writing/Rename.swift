@@ -248,6 +248,7 @@ extension FileSystem {
         // album's entry may be named otherwise than the photo).
         let renamedThere = newName != asset.name && (sameFolder || Names.key(newName) != Names.key(name))
         let move = { try self.library.write { tx in
+            try self.expectShown(asset, as: name, in: from, tx)
             try self.expectEntry(target, named: newName, in: to, renaming: .asset(asset), tx)
             if let replacedPlain { try tx.removePlainName(replacedPlain) }
             var moved = false
@@ -332,6 +333,7 @@ extension FileSystem {
                                   fileID: asset.id, explicitMtimeNs: nil, mode: asset.mode) { tx in
                 // Over `photo`, or onto the name it left (free, or a plain file's).
                 let found: Item? = vacated == nil ? .asset(photo) : replacedPlain.map { .plain($0) }
+                try expectShown(asset, as: name, in: from, tx)
                 try expectEntry(found, named: newName, in: to, renaming: .asset(asset), tx)
                 if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 if vanishes {
@@ -421,6 +423,7 @@ extension FileSystem {
                     }
                 }
                 try library.write { tx in
+                    try expectShown(asset, as: name, in: from, tx)
                     try expectEntry(replacedPlain.map { .plain($0) }, named: newName, in: to, renaming: .asset(asset), tx)
                     if let replacedPlain { try tx.removePlainName(replacedPlain) }
                     try remove(asset, as: name, by: removal, tx)
