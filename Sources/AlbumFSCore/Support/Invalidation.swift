@@ -35,6 +35,15 @@ extension FileSystem {
         var files = Set<UInt64>()
         var names = entries
         let now = nowSeconds()
+        // Each asset's album entries, read once (a read transaction each: this runs
+        // after every change of a photo).
+        var entriesOf: [Int64: [Membership]] = [:]
+        func memberships(of id: Int64) -> [Membership] {
+            if let known = entriesOf[id] { return known }
+            let read = (try? library.read({ try $0.memberships(ofAsset: id) })) ?? []
+            entriesOf[id] = read
+            return read
+        }
         func collect(_ a: Asset, withNames: Bool) {
             files.insert(UInt64(a.id))
             files.insert(Node.thumbnail(asset: a.id).ino)
@@ -55,7 +64,7 @@ extension FileSystem {
                 names += sidecars
                 inodes.formUnion(sidecars.map(\.0))
             }
-            for membership in (try? library.read({ try $0.memberships(ofAsset: a.id) })) ?? [] {
+            for membership in memberships(of: a.id) {
                 views.append(.object(membership.albumID))
                 if withNames { names.append((UInt64(membership.albumID), membership.name)) }
             }
@@ -70,7 +79,7 @@ extension FileSystem {
         for a in [asset, before].compactMap({ $0 }) {
             for large in [false, true] {
                 files.insert(Node.sharedThumbnail(id: a.id, large: large, entry: false).ino)
-                for membership in (try? library.read({ try $0.memberships(ofAsset: a.id) })) ?? [] {
+                for membership in memberships(of: a.id) {
                     files.insert(Node.sharedThumbnail(id: membership.id, large: large, entry: true).ino)
                 }
             }
@@ -86,8 +95,9 @@ extension FileSystem {
         var names = names
         for (folder, name) in names where Node(ino: folder)?.listsAssets == true {
             names.append((Node.thumbnails(of: folder).ino, name + ".jpg"))
+            let shared = Self.sharedName(name)  // a hash: one for both sizes
             for size in Self.sharedSizes {
-                names.append((Node.sharedSize(of: folder, large: size.large).ino, Self.sharedName(name)))
+                names.append((Node.sharedSize(of: folder, large: size.large).ino, shared))
             }
         }
         for folder in inodes {
@@ -101,8 +111,12 @@ extension FileSystem {
             default: break
             }
         }
+        // A name is often there twice (the caller's, and the same entry found as the
+        // asset's): each is sent once.
+        var sent = Set<String>()
+        let unique = names.filter { sent.insert("\($0.0)/\($0.1)").inserted }
         invalidate(inodes.sorted().map { .listing($0) } + files.sorted().map { .attributes($0) }
-                   + names.map { .entry(parent: $0.0, name: $0.1) })
+                   + unique.map { .entry(parent: $0.0, name: $0.1) })
     }
 
     /// A file's bytes changed (a new version): its next open starts without the pages
