@@ -131,6 +131,37 @@ final class TwoHostRaceTests: XCTestCase {
         XCTAssertEqual(try a.fs.library.check().problems, [])
     }
 
+    /// Host a removes the empty album Old (`rmdir`), and between its look and its
+    /// transaction host b renames it Kept and makes a new empty album Old; then host a
+    /// renames album Trip to Rome, and host b renames Trip to Paris and makes a new Trip
+    /// meanwhile. rmdir and rename(2) act on what a name is when they run: the new Old
+    /// goes and Kept stays; the new Trip becomes Rome, and Paris keeps Trip's photo.
+    /// Before, both acted on the album their look found, by its number, where host b had
+    /// put it: Kept was removed, and Paris became Rome.
+    func testAnRmdirAndAnAlbumsRenameActOnWhatTheNameIsWhenAnotherHostRenamedItMeanwhile() throws {
+        try a.mkdir("Albums/Old")
+        try a.mkdir("Albums/Trip")
+        try a.put("Albums/Trip/P.jpg", try Self.jpeg())
+        var ran = actingThroughHostB { b in
+            try b.rename("Albums/Old", "Albums/Kept")
+            try b.mkdir("Albums/Old")
+        }
+        XCTAssertNoThrow(try a.rmdir("Albums/Old"))
+        XCTAssertEqual(ran(), [], "host b acted between host a's look and its transaction")
+        XCTAssertEqual(Set(try a.list("Albums")), ["Kept", "Trip"], "the rmdir removed what Old was when it ran")
+
+        ran = actingThroughHostB { b in
+            try b.rename("Albums/Trip", "Albums/Paris")
+            try b.mkdir("Albums/Trip")
+        }
+        XCTAssertNoThrow(try a.rename("Albums/Trip", "Albums/Rome"))
+        XCTAssertEqual(ran(), [], "host b acted between host a's look and its transaction")
+        XCTAssertEqual(Set(try a.list("Albums")), ["Kept", "Paris", "Rome"])
+        XCTAssertEqual(try a.list("Albums/Paris"), ["P.jpg"], "Paris is the Trip that held P")
+        XCTAssertEqual(try a.list("Albums/Rome"), [], "Rome is the Trip made meanwhile")
+        XCTAssertEqual(try a.fs.library.check().problems, [])
+    }
+
     static func jpeg() throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg")))
     }

@@ -131,16 +131,17 @@ extension FileSystem {
         throw LibraryError.changedMeanwhile(name)
     }
 
-    /// Inside the write transaction of an rm or mv of photo `asset`, found as `name` in
-    /// `folder` by the look before it: the name still shows that photo. Else
-    /// `changedMeanwhile`: another host renamed, removed, restored or replaced it
-    /// meanwhile, and the call looks again (`afterCloses`) and does what it then finds to
-    /// do, as rm and mv act on what a name is when they run. Without it, an rm in Recently
-    /// Deleted deleted for good a photo that another host had just restored, and a photo
+    /// Inside the write transaction of an rm, rmdir or mv of `entry` (a photo's, an
+    /// album), found as `name` in `folder` by the look before it: the name still shows
+    /// it. Else `changedMeanwhile`: another host renamed, removed, restored or replaced
+    /// it meanwhile, and the call looks again and does what it then finds to do, as rm,
+    /// rmdir and mv act on what a name is when they run. Without it, an rm in Recently
+    /// Deleted deleted for good a photo that another host had just restored, a photo
     /// renamed over another gave it its bytes while the entry that went was the one
-    /// another host had put under its old name (docs/scale.md).
-    func expectShown(_ asset: Asset, as name: String, in folder: Item, _ tx: Transaction) throws {
-        guard case .asset(let now)? = try occupant(in: folder, name: name, tx), now.id == asset.id else {
+    /// another host had put under its old name, and an rmdir removed an empty album
+    /// that another host had renamed (docs/scale.md).
+    func expectShown(_ entry: Item, as name: String, in folder: Item, _ tx: Transaction) throws {
+        guard let now = try occupant(in: folder, name: name, tx), Self.sameEntry(now, entry) else {
             throw LibraryError.changedMeanwhile(name)
         }
     }

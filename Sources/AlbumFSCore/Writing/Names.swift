@@ -48,7 +48,7 @@ extension FileSystem {
                 // A save's temporary file, removed once its bytes are the photo's: gone
                 // without a trace, as if it had been renamed over the photo.
                 try whileLeaving(asset) { try library.write { tx in
-                    try expectShown(asset, as: name, in: folder, tx)
+                    try expectShown(.asset(asset), as: name, in: folder, tx)
                     try tx.vanish(asset.id, into: photo.id)
                 } }
                 saves.forget(asset.id)
@@ -60,7 +60,7 @@ extension FileSystem {
                 // A save's temporary file whose close brought this photo back from Recently
                 // Deleted: it goes back there as it was, as if renamed over the photo.
                 try library.write { tx in
-                    try expectShown(asset, as: name, in: folder, tx)
+                    try expectShown(.asset(asset), as: name, in: folder, tx)
                     try putBack(asset, as: name, by: removal, restored, tx)
                 }
                 saves.forget(asset.id)
@@ -69,7 +69,7 @@ extension FileSystem {
                 return
             }
             let remove = { try self.library.write { tx in
-                try self.expectShown(asset, as: name, in: folder, tx)
+                try self.expectShown(.asset(asset), as: name, in: folder, tx)
                 return try self.remove(asset, as: name, by: removal, tx)
             } }
             let left = removal == .deleteForGood ? try whileLeaving(asset, remove) : try remove()
@@ -195,11 +195,21 @@ extension FileSystem {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
+        try againWhileChangedMeanwhile(tries: 20, { "\($0) changed meanwhile through another host: looking again" }) { _ in
+            try rmdir(name, in: folder, parent: parent)
+        }
+    }
+
+    /// rmdir of `name` in `folder` (inode `parent`), as its look finds it now.
+    private func rmdir(_ name: String, in folder: Item, parent: UInt64) throws {
         guard let entry = try lookupEntry(in: folder, name: name) else { throw FSError.noEntry(name) }
         switch entry {
         case .album(let album):
             try refuseIfThumbnailsHoldFiles(of: UInt64(album.id), named: album.name)
-            let unseen = try library.write { tx in try tx.deleteAlbum(id: album.id) }
+            let unseen = try library.write { tx in
+                try expectShown(entry, as: name, in: folder, tx)
+                return try tx.deleteAlbum(id: album.id)
+            }
             if !unseen.isEmpty {
                 Log.info("removed album \(album.name), which listed nothing; \(unseen.count) photo(s) in Recently Deleted or hidden were in it and no longer are")
             }

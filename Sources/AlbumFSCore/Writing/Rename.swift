@@ -41,7 +41,7 @@ extension FileSystem {
         if target != nil && flags & Self.renameNoReplace != 0 { throw FSError(EEXIST, "\(newName) exists", logged: false) }
         switch source {
         case .album(let album):
-            try moveAlbum(album, to: to, newName: newName, replacing: target)
+            try moveAlbum(album, from: from, name: name, to: to, newName: newName, replacing: target)
         case .plain(let file):
             try movePlain(file, from: from, to: to, newName: newName, replacing: target)
         case .asset(let asset):
@@ -53,7 +53,7 @@ extension FileSystem {
 
     // MARK: albums
 
-    private func moveAlbum(_ album: Album, to: Item, newName: String, replacing target: Item?) throws {
+    private func moveAlbum(_ album: Album, from: Item, name: String, to: Item, newName: String, replacing target: Item?) throws {
         let newParentAlbum = try Rules.moveAlbum(into: Rules.Folder(to), name: album.name, folderName: to.displayName)
         if Self.isThumbnailsFolderName(newName), to.node != .albumsRoot {
             throw FSError.notPermitted("\(newName) is the name of the thumbnails folder")
@@ -67,7 +67,10 @@ extension FileSystem {
         default: throw FSError(ENOTDIR, "\(newName) is not a folder", logged: false)
         }
         let oldParent = FixedInode.folder(ofAlbum: album.parentID)
-        try library.write { try $0.moveAlbum(id: album.id, to: newParentAlbum, name: newName) }
+        try library.write { tx in
+            try expectShown(.album(album), as: name, in: from, tx)
+            try tx.moveAlbum(id: album.id, to: newParentAlbum, name: newName)
+        }
         afterChange(folders: [oldParent, to.ino, UInt64(album.id)], entries: [(oldParent, album.name), (to.ino, newName)])
     }
 
@@ -248,7 +251,7 @@ extension FileSystem {
         // album's entry may be named otherwise than the photo).
         let renamedThere = newName != asset.name && (sameFolder || Names.key(newName) != Names.key(name))
         let move = { try self.library.write { tx in
-            try self.expectShown(asset, as: name, in: from, tx)
+            try self.expectShown(.asset(asset), as: name, in: from, tx)
             try self.expectEntry(target, named: newName, in: to, renaming: .asset(asset), tx)
             if let replacedPlain { try tx.removePlainName(replacedPlain) }
             var moved = false
@@ -333,7 +336,7 @@ extension FileSystem {
                                   fileID: asset.id, explicitMtimeNs: nil, mode: asset.mode) { tx in
                 // Over `photo`, or onto the name it left (free, or a plain file's).
                 let found: Item? = vacated == nil ? .asset(photo) : replacedPlain.map { .plain($0) }
-                try expectShown(asset, as: name, in: from, tx)
+                try expectShown(.asset(asset), as: name, in: from, tx)
                 try expectEntry(found, named: newName, in: to, renaming: .asset(asset), tx)
                 if let replacedPlain { try tx.removePlainName(replacedPlain) }
                 if vanishes {
@@ -423,7 +426,7 @@ extension FileSystem {
                     }
                 }
                 try library.write { tx in
-                    try expectShown(asset, as: name, in: from, tx)
+                    try expectShown(.asset(asset), as: name, in: from, tx)
                     try expectEntry(replacedPlain.map { .plain($0) }, named: newName, in: to, renaming: .asset(asset), tx)
                     if let replacedPlain { try tx.removePlainName(replacedPlain) }
                     try remove(asset, as: name, by: removal, tx)
