@@ -117,6 +117,25 @@ extension Transaction {
         try update(id, "name = ?, name_key = ?", name, Names.key(name))
     }
 
+    /// A photo coming back (restored, unhidden) whose album entry's name a plain file took
+    /// meanwhile comes back there under the next free one, as in All Photos. Its entry
+    /// gives way to a finished file when that file takes the name (`makeWayForPlainFile`),
+    /// but not to one still being written, which may yet turn out to be this very photo
+    /// copied back in (`createPlainFile`): brought back during such a write, the photo
+    /// showed under the file's name beside it.
+    private func freeEntryNames(_ id: Int64) throws {
+        let entries = try db.query("SELECT id, album_id, name FROM memberships WHERE asset_id = ?", id) {
+            (id: $0.int64(0), album: $0.int64(1), name: $0.text(2))
+        }
+        for entry in entries {
+            let folder = Int64(bitPattern: FixedInode.folder(ofAlbum: entry.album))
+            guard try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", folder, Names.key(entry.name)) != nil
+            else { continue }
+            let name = try Names.firstFree(entry.name) { key in try nameTaken(inAlbum: entry.album, key: key) }
+            try db.run("UPDATE memberships SET name = ?, name_key = ? WHERE id = ?", name, Names.key(name), entry.id)
+        }
+    }
+
     /// Gives `asset` the attributes stored on number `ino` that it has none of by that
     /// name (its own values win).
     public func copyAttributes(of ino: Int64, to asset: Int64) throws {
@@ -151,6 +170,7 @@ extension Transaction {
     public func restore(_ id: Int64) throws {
         try update(id, "trashed_at = NULL")
         try freeShownName(id)
+        try freeEntryNames(id)
         try restoreSidecars(of: id)
         // Out of every desktop trash it went to (their `files/` list trashed photos).
         try db.run("DELETE FROM memberships WHERE asset_id = ? AND album_id IN (SELECT id FROM albums WHERE role = ?)",
@@ -170,7 +190,10 @@ extension Transaction {
 
     public func setHidden(_ id: Int64, _ on: Bool) throws {
         try update(id, "hidden = ?", on)
-        if !on { try freeShownName(id) }
+        if !on {
+            try freeShownName(id)
+            try freeEntryNames(id)
+        }
         try touchAlbums(of: id)
     }
 

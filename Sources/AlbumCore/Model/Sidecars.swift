@@ -226,7 +226,8 @@ extension Transaction {
     }
 
     /// Brings back the sidecars that went with a photo. One whose name was taken
-    /// meanwhile comes back under the first free name (`IMG_1 (2).xmp`): nothing is lost.
+    /// meanwhile (by a file, or in an album by a sub-album or a photo's entry) comes back
+    /// under the first free name (`IMG_1 (2).xmp`): nothing is lost.
     @discardableResult
     func restoreSidecars(of id: Int64) throws -> [PlainFile] {
         let files = try db.query("SELECT \(PlainFile.columns), n.trashed_from FROM \(PlainFile.rows) WHERE n.trashed_with = ?", id) {
@@ -235,7 +236,8 @@ extension Transaction {
         var back: [PlainFile] = []
         for (file, dir) in files {
             let name = try Names.firstFree(file.name) { key in
-                try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: dir), key) != nil
+                if let album = FixedInode.album(ofFolder: dir) { return try nameTaken(inAlbum: album, key: key) }
+                return try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: dir), key) != nil
             }
             try db.run("""
                 UPDATE plain_files SET dir_ino = ?, name = ?, name_key = ?, trashed_with = NULL, trashed_from = NULL, changed_ns = ?
