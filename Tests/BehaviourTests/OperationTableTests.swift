@@ -256,6 +256,34 @@ struct OperationTableTests {
         #expect(try f.library().check().problems == [])
     }
 
+    /// Favorites and Hidden list photos by their own names and keep plain files too: a
+    /// photo that starts to show there where a file has its name shows under the next
+    /// free one, as in All Photos. It showed twice, and the file's name opened the photo.
+    @Test(arguments: Kind.allCases)
+    func aPhotoThatStartsToShowInFavoritesOrHiddenWhereAFileHasItsNameTakesTheNextFreeOne(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.put("Albums/Trip/A.jpg", Fixture.photoA)
+        let a = try f.fs.stat("Albums/Trip/A.jpg").ino
+        try f.fs.put("Smart Albums/Favorites/A.jpg", Fixture.text)
+        try f.fs.setxattr("Albums/Trip/A.jpg", "user.albumfs.favorite", "1")
+        #expect(try f.names("Smart Albums/Favorites") == ["A (2).jpg", "A.jpg", "P.jpg"])
+        #expect(try f.fs.get("Smart Albums/Favorites/A.jpg") == Fixture.text)
+        #expect(try f.fs.stat("Smart Albums/Favorites/A (2).jpg").ino == a)
+        #expect(try f.names("All Photos") == ["A (2).jpg", "P.jpg"])
+        // Renamed in All Photos to the name the file has in Favorites, where it shows: EEXIST.
+        #expect(f.fs.errno { try f.fs.rename("All Photos/P.jpg", "All Photos/A.jpg") } == EEXIST)
+        #expect(try f.names("All Photos") == ["A (2).jpg", "P.jpg"])
+        // Hidden where a file has its name in Hidden.
+        try f.fs.put("Albums/Trip/B.jpg", Fixture.photoB)
+        let b = try f.fs.stat("Albums/Trip/B.jpg").ino
+        try f.fs.put("Smart Albums/Hidden/B.jpg", Fixture.text)
+        try f.fs.setxattr("Albums/Trip/B.jpg", "user.albumfs.hidden", "1")
+        #expect(try f.names("Smart Albums/Hidden") == ["B (2).jpg", "B.jpg"])
+        #expect(try f.fs.get("Smart Albums/Hidden/B.jpg") == Fixture.text)
+        #expect(try f.fs.stat("Smart Albums/Hidden/B (2).jpg").ino == b)
+        #expect(try f.library().check().problems == [])
+    }
+
     /// A sidecar that went to Recently Deleted with its photo comes back under the next
     /// free name when a sub-album took its name meanwhile (only another file's was
     /// looked at: the album and the sidecar showed under one name).

@@ -105,15 +105,43 @@ extension Transaction {
         try db.scalar("SELECT 1 FROM assets WHERE name_key = ?", key) != nil || plainFileHoldsAssetName(key)
     }
 
+    /// Whether asset `id` may take the display name `key`: no other asset has it, and no
+    /// plain file has it in a folder that lists the asset by that name.
+    public func assetNameFree(_ key: String, for id: Int64) throws -> Bool {
+        if let other = try db.scalar("SELECT id FROM assets WHERE name_key = ?", key), other != id { return false }
+        guard let asset = try asset(id: id) else { return true }  // the caller's change finds it gone
+        return try !plainFileHolds(key, in: Self.namedViews(showing: asset))
+    }
+
     private func plainFileHoldsAssetName(_ key: String) throws -> Bool {
         try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: FixedInode.allPhotos), key) != nil
     }
 
-    /// A photo coming back to All Photos (restored, unhidden) whose name a plain file
-    /// took there meanwhile comes back under the next free one, as a sidecar does.
+    /// The folders that list `asset` by its own name and keep plain files too: All
+    /// Photos (whose files every asset name avoids, `assetNameTaken`), and Favorites or
+    /// Hidden when it shows there.
+    private static func namedViews(showing asset: Asset) -> [UInt64] {
+        var folders = [FixedInode.allPhotos]
+        if !asset.isTrashed && asset.favorite && !asset.hidden { folders.append(FixedInode.folder(of: .favorites)) }
+        if !asset.isTrashed && asset.hidden { folders.append(FixedInode.folder(of: .hidden)) }
+        return folders
+    }
+
+    private func plainFileHolds(_ key: String, in folders: [UInt64]) throws -> Bool {
+        try folders.contains { folder in
+            try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: folder), key) != nil
+        }
+    }
+
+    /// A photo that starts to show in a folder listing photos by their own names
+    /// (restored, unhidden, marked a favorite or hidden) where a plain file has its name
+    /// there shows under the next free one everywhere, as a sidecar does; else the folder
+    /// listed the name twice, and the name opened the photo, never the file.
     private func freeShownName(_ id: Int64) throws {
-        guard let asset = try asset(id: id), try plainFileHoldsAssetName(Names.key(asset.name)) else { return }
-        let name = try Names.firstFree(asset.name) { key in try assetNameTaken(key) }
+        guard let asset = try asset(id: id) else { return }
+        let folders = Self.namedViews(showing: asset)
+        guard try plainFileHolds(Names.key(asset.name), in: folders) else { return }
+        let name = try Names.firstFree(asset.name) { key in try assetNameTaken(key) || plainFileHolds(key, in: folders) }
         try update(id, "name = ?, name_key = ?", name, Names.key(name))
     }
 
@@ -186,14 +214,13 @@ extension Transaction {
 
     public func setFavorite(_ id: Int64, _ on: Bool) throws {
         try update(id, "favorite = ?", on)
+        if on { try freeShownName(id) }
     }
 
     public func setHidden(_ id: Int64, _ on: Bool) throws {
         try update(id, "hidden = ?", on)
-        if !on {
-            try freeShownName(id)
-            try freeEntryNames(id)
-        }
+        try freeShownName(id)
+        if !on { try freeEntryNames(id) }
         try touchAlbums(of: id)
     }
 
@@ -202,10 +229,7 @@ extension Transaction {
     public func renameAsset(_ id: Int64, to newName: String) throws {
         try Names.validate(newName)
         let key = Names.key(newName)
-        if let other = try db.scalar("SELECT id FROM assets WHERE name_key = ?", key), other != id {
-            throw LibraryError.exists(newName)
-        }
-        if try plainFileHoldsAssetName(key) { throw LibraryError.exists(newName) }
+        guard try assetNameFree(key, for: id) else { throw LibraryError.exists(newName) }
         try update(id, "name = ?, name_key = ?", newName, key)
         try applySidecarDate(id)
     }

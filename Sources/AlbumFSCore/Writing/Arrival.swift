@@ -174,7 +174,7 @@ extension FileSystem {
                 // own names (All Photos) takes the name it was copied back under, so
                 // that the file is where it was made; unless another photo has it.
                 if asset.isTrashed, destination.album == nil, Names.key(asset.name) != Names.key(name),
-                   try !tx.assetNameTaken(Names.key(name)) {
+                   try tx.assetNameFree(Names.key(name), for: asset.id) {
                     try tx.renameAsset(asset.id, to: name)
                 }
                 if let explicitMtimeNs { try tx.setMtime(asset.id, nanoseconds: explicitMtimeNs) }
@@ -286,7 +286,7 @@ extension FileSystem {
                 try tx.addMembership(album: album.id, asset: photo.id, name: name)
             }
         case .allPhotos:
-            if Names.key(photo.name) == Names.key(vacated.renamedTo), try !tx.assetNameTaken(Names.key(name)) {
+            if Names.key(photo.name) == Names.key(vacated.renamedTo), try tx.assetNameFree(Names.key(name), for: photo.id) {
                 try tx.renameAsset(photo.id, to: name)
                 backupLeft = true
             }
@@ -297,7 +297,7 @@ extension FileSystem {
             // already: it comes back marked.
             if case .smart(.favorites) = folder, !photo.favorite { try tx.setFavorite(photo.id, true) }
             if case .smart(.hidden) = folder, !photo.hidden { try tx.setHidden(photo.id, true) }
-            if Names.key(photo.name) != Names.key(name), try !tx.assetNameTaken(Names.key(name)) {
+            if Names.key(photo.name) != Names.key(name), try tx.assetNameFree(Names.key(name), for: photo.id) {
                 backupLeft = Names.key(photo.name) == Names.key(vacated.renamedTo)
                 try tx.renameAsset(photo.id, to: name)
             }

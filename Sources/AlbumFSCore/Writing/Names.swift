@@ -131,7 +131,7 @@ extension FileSystem {
     /// go with it, then its entry made by the close, then its deletion time.
     func putBack(_ asset: Asset, as name: String, by removal: Rules.Removal, _ restored: SaveWindow.Restored,
                  _ tx: Transaction) throws {
-        if Names.key(asset.name) != Names.key(restored.name), try !tx.assetNameTaken(Names.key(restored.name)) {
+        if Names.key(asset.name) != Names.key(restored.name), try tx.assetNameFree(Names.key(restored.name), for: asset.id) {
             try tx.renameAsset(asset.id, to: restored.name)
         }
         if removal != .trash { try remove(asset, as: name, by: removal, tx) }
