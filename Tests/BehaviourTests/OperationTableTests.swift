@@ -281,6 +281,12 @@ struct OperationTableTests {
         #expect(try f.names("Smart Albums/Hidden") == ["B (2).jpg", "B.jpg"])
         #expect(try f.fs.get("Smart Albums/Hidden/B.jpg") == Fixture.text)
         #expect(try f.fs.stat("Smart Albums/Hidden/B (2).jpg").ino == b)
+        // A new photo copied into Favorites under a name another photo has takes the next
+        // free one, which no file there may have either.
+        try f.fs.put("Smart Albums/Favorites/B (2) (2).jpg", Fixture.text)
+        try f.fs.put("Smart Albums/Favorites/B (2).jpg", Fixture.photoC)
+        #expect(try f.names("Smart Albums/Favorites") == ["A (2).jpg", "A.jpg", "B (2) (2).jpg", "B (2) (3).jpg", "P.jpg"])
+        #expect(try f.fs.get("Smart Albums/Favorites/B (2) (3).jpg") == Fixture.photoC)
         #expect(try f.library().check().problems == [])
     }
 

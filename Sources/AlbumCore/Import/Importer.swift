@@ -268,7 +268,9 @@ extension Transaction {
     /// Adds a new asset (its blob placed already) and puts it where `destination` says.
     public func insertAsset(_ new: NewAsset, destination: ImportDestination) throws -> (Asset, Membership?) {
         let id = try new.id ?? allocateID()
-        let name = try Names.firstFree(new.originalName) { key in try assetNameTaken(key) }
+        // Copied into Favorites or Hidden, it shows there by this name too.
+        let views = Self.namedViews(favorite: destination.favorite, hidden: destination.hidden)
+        let name = try Names.firstFree(new.originalName) { key in try assetNameTaken(key) || plainFileHolds(key, in: views) }
         let m = new.metadata
         let capture = m.capture
             ?? CaptureDate(instant: Dates.floorSeconds(new.explicitMtimeNs ?? new.fileMtimeNs), offsetMinutes: nil,

@@ -121,13 +121,17 @@ extension Transaction {
     /// Photos (whose files every asset name avoids, `assetNameTaken`), and Favorites or
     /// Hidden when it shows there.
     private static func namedViews(showing asset: Asset) -> [UInt64] {
+        namedViews(favorite: asset.favorite, hidden: asset.hidden, trashed: asset.isTrashed)
+    }
+
+    static func namedViews(favorite: Bool, hidden: Bool, trashed: Bool = false) -> [UInt64] {
         var folders = [FixedInode.allPhotos]
-        if !asset.isTrashed && asset.favorite && !asset.hidden { folders.append(FixedInode.folder(of: .favorites)) }
-        if !asset.isTrashed && asset.hidden { folders.append(FixedInode.folder(of: .hidden)) }
+        if !trashed && favorite && !hidden { folders.append(FixedInode.folder(of: .favorites)) }
+        if !trashed && hidden { folders.append(FixedInode.folder(of: .hidden)) }
         return folders
     }
 
-    private func plainFileHolds(_ key: String, in folders: [UInt64]) throws -> Bool {
+    func plainFileHolds(_ key: String, in folders: [UInt64]) throws -> Bool {
         try folders.contains { folder in
             try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: folder), key) != nil
         }
