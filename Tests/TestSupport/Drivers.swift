@@ -147,6 +147,8 @@ public final class CoreDriver: Driver {
         do {
             return try body()
         } catch {
+            // EIO says only that something went wrong: the test's output says what.
+            if FSError.errno(of: error) == EIO { print("CoreDriver: \(call) failed with EIO: \(error)") }
             throw DriverError(errno: FSError.errno(of: error), call: call)
         }
     }

@@ -217,8 +217,11 @@ extension Transaction {
         var gone: [PlainFile] = []
         // A sidecar with other names (hard links) stays: those still show it.
         for file in try sidecars(of: asset) where try !file.isLinked && !sidecarIsClaimed(file.name, in: file.dirIno, besides: asset.id) {
+            // Out of every folder (0), under a key no name can have ('/' is in none), one
+            // of its own. Not a NUL byte: PostgreSQL's text ends there, and every trashed
+            // sidecar had the empty key, the second one a unique violation (EIO).
             try db.run("UPDATE plain_files SET trashed_with = ?, trashed_from = dir_ino, dir_ino = 0, name_key = ? WHERE id = ?",
-                       asset.id, "\u{0}trashed \(file.id)", file.id)
+                       asset.id, "/trashed \(file.id)", file.id)
             try touchFolder(file.dirIno)
             gone.append(file)
         }
