@@ -104,6 +104,13 @@ final class Fixture {
         #expect(try names("All Photos") == ["P.jpg"], "no other asset in All Photos", sourceLocation: location)
     }
 
+    /// Whether `path` is gone, within 2 s: on a mount the kernel drops a vanished name a
+    /// moment after the answer (docs/namespace.md, "Caching").
+    func gone(_ path: String) -> Bool {
+        for _ in 0..<200 where fs.exists(path) { usleep(10_000) }
+        return !fs.exists(path)
+    }
+
     func versions() throws -> Int { try library().versions(of: Int64(p)).count }
 
     /// A handle of a new file at `path` (in a folder without P), kept open while another

@@ -177,12 +177,7 @@ struct OperationTableTests {
     @Test(arguments: Kind.allCases)
     func aPhotoThatComesBackShowsEachNameOnce(_ kind: Kind) throws {
         let f = try Fixture(kind)
-        // On a mount the kernel drops a vanished name a moment after the answer
-        // (docs/namespace.md, "Caching").
-        func gone(_ path: String) -> Bool {
-            for _ in 0..<200 where f.fs.exists(path) { usleep(10_000) }
-            return !f.fs.exists(path)
-        }
+        let gone = f.gone
         try f.fs.unlink("All Photos/P.jpg")
         #expect(gone("Albums/Trip/P.jpg"))
         try f.fs.put("Albums/Trip/P.jpg", Fixture.text)
@@ -227,10 +222,7 @@ struct OperationTableTests {
     @Test(arguments: Kind.allCases)
     func aPhotoThatComesBackWhileAFileOfItsNameIsWrittenShowsEachNameOnce(_ kind: Kind) throws {
         let f = try Fixture(kind)
-        func gone(_ path: String) -> Bool {
-            for _ in 0..<200 where f.fs.exists(path) { usleep(10_000) }
-            return !f.fs.exists(path)
-        }
+        let gone = f.gone
         try f.fs.unlink("All Photos/P.jpg")
         #expect(gone("Albums/Trip/P.jpg"))
         let notes = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
