@@ -114,7 +114,7 @@ extension Transaction {
     }
 
     private func plainFileHoldsAssetName(_ key: String) throws -> Bool {
-        try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: FixedInode.allPhotos), key) != nil
+        try plainFileHolds(key, in: [FixedInode.allPhotos])
     }
 
     /// The folders that list `asset` by its own name and keep plain files too: All
@@ -160,9 +160,7 @@ extension Transaction {
             (id: $0.int64(0), album: $0.int64(1), name: $0.text(2))
         }
         for entry in entries {
-            let folder = Int64(bitPattern: FixedInode.folder(ofAlbum: entry.album))
-            guard try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", folder, Names.key(entry.name)) != nil
-            else { continue }
+            guard try plainFileHolds(Names.key(entry.name), in: [FixedInode.folder(ofAlbum: entry.album)]) else { continue }
             let name = try Names.firstFree(entry.name) { key in try nameTaken(inAlbum: entry.album, key: key) }
             try db.run("UPDATE memberships SET name = ?, name_key = ? WHERE id = ?", name, Names.key(name), entry.id)
         }

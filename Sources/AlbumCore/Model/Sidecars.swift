@@ -240,7 +240,7 @@ extension Transaction {
         for (file, dir) in files {
             let name = try Names.firstFree(file.name) { key in
                 if let album = FixedInode.album(ofFolder: dir) { return try nameTaken(inAlbum: album, key: key) }
-                return try db.scalar("SELECT 1 FROM plain_files WHERE dir_ino = ? AND name_key = ?", Int64(bitPattern: dir), key) != nil
+                return try plainFileHolds(key, in: [dir])
             }
             try db.run("""
                 UPDATE plain_files SET dir_ino = ?, name = ?, name_key = ?, trashed_with = NULL, trashed_from = NULL, changed_ns = ?
