@@ -52,6 +52,8 @@ public final class FileSystem: Sendable {
     /// grew by two with every invalidation (15% of the daemon's time in a `cp -r` of 500
     /// photos, and growing).
     let invalidator = Locked<Invalidator?>(nil)
+    /// The listings programs have open, and whether each read a page before a change.
+    let openListings = OpenListings()
     /// Files whose bytes changed since the kernel last opened them.
     let contentChanges = Locked(Set<UInt64>())
     /// The shared thumbnail names of folders (MD5 hashes), as of a version of the library.
@@ -178,8 +180,15 @@ public final class FileSystem: Sendable {
         invalidator.withLock { $0 = Invalidator(send: body) }
     }
 
-    /// Sends invalidations, inode numbers turned into the kernel's node ids.
+    /// Sends invalidations after a change; open listings that read a page before it
+    /// will drop the folder's listing again (`OpenListings`).
     func invalidate(_ items: [Invalidation]) {
+        for case .listing(let ino) in items { openListings.changed(ino) }
+        sendInvalidations(items)
+    }
+
+    /// Sends invalidations, inode numbers turned into the kernel's node ids.
+    func sendInvalidations(_ items: [Invalidation]) {
         guard !items.isEmpty, let send = invalidator.withLock({ $0 })?.send else { return }
         send(items.map { item in
             switch item {

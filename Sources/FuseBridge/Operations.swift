@@ -234,19 +234,22 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         b.handle(req, "opendir \(ino)") {
             _ = try b.fs.getattr(b.ino(ino))
             // The kernel keeps listings (cache_readdir) until the core invalidates the
-            // folder's inode after a change.
-            shim_fi_set_open_flags(fi, 0, 1, 0, 1)
+            // folder's inode after a change. The handle names the listing to the core.
+            shim_fi_set_open_flags(fi, b.fs.openListing(b.ino(ino)), 1, 0, 1)
             fuse_reply_open(req, fi)
         }
     }
-    ops.releasedir = { req, _, _ in fuse_reply_err(req, 0) }
-    ops.readdir = { req, ino, size, offset, _ in
-        let b = Bridge.from(req)
-        b.handle(req, "readdir \(ino)") { try readdir(b, req, b.ino(ino), size, Int64(offset), plus: false) }
+    ops.releasedir = { req, _, fi in
+        Bridge.from(req).fs.closeListing(shim_fi_fh(fi))
+        fuse_reply_err(req, 0)
     }
-    ops.readdirplus = { req, ino, size, offset, _ in
+    ops.readdir = { req, ino, size, offset, fi in
         let b = Bridge.from(req)
-        b.handle(req, "readdirplus \(ino)") { try readdir(b, req, b.ino(ino), size, Int64(offset), plus: true) }
+        b.handle(req, "readdir \(ino)") { try readdir(b, req, b.ino(ino), size, Int64(offset), shim_fi_fh(fi), plus: false) }
+    }
+    ops.readdirplus = { req, ino, size, offset, fi in
+        let b = Bridge.from(req)
+        b.handle(req, "readdirplus \(ino)") { try readdir(b, req, b.ino(ino), size, Int64(offset), shim_fi_fh(fi), plus: true) }
     }
     ops.statfs = { req, _ in
         let b = Bridge.from(req)
@@ -296,9 +299,10 @@ private func replyXattr(_ req: fuse_req_t?, _ value: [UInt8], _ size: Int) throw
 
 /// Fills one readdir buffer from entries after `offset`. Cookies are stable keys, so
 /// fetching more entries than fit costs nothing but the query.
-private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: Int64, plus: Bool) throws {
+private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: Int64, _ listing: UInt64,
+                     plus: Bool) throws {
     let estimate = max(1, size / (plus ? 160 : 40))
-    let entries = try b.fs.readdir(ino, after: offset, limit: estimate)
+    let entries = try b.fs.readdir(ino, after: offset, limit: estimate, listing: listing)
     let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
     defer { buffer.deallocate() }
     var used = 0
@@ -330,6 +334,7 @@ private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size:
         used += needed
         last = entry.cookie
     }
+    ListingHold.holdIfAsked(ino, offset: offset)
     // A full buffer: the kernel will ask for the page after it once it has taken this
     // one in, so that page is read meanwhile (asked for before the reply, so that the
     // request for it finds the read under way).

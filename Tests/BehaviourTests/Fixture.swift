@@ -107,7 +107,12 @@ final class Fixture {
     /// Whether `path` is gone, within 2 s: on a mount the kernel drops a vanished name a
     /// moment after the answer (docs/namespace.md, "Caching").
     func gone(_ path: String) -> Bool {
-        for _ in 0..<200 where fs.exists(path) { usleep(10_000) }
+        // A `while`: a `for ... where` would go on asking all 200 times.
+        var tries = 0
+        while fs.exists(path) && tries < 200 {
+            usleep(10_000)
+            tries += 1
+        }
         return !fs.exists(path)
     }
 

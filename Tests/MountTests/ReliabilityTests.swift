@@ -112,7 +112,11 @@ final class ReliabilityTests: MountTestCase {
                 return status.split(separator: "\n").contains { $0.hasPrefix("TracerPid:") && !$0.hasSuffix("\t0") }
             }
         }
-        for _ in 0..<200 where !traced() { usleep(20_000) }
+        var tries = 0
+        while !traced() && tries < 200 {
+            usleep(20_000)
+            tries += 1
+        }
         XCTAssertTrue(traced(), "strace attached to every thread")
         let script = """
             import os, stat, time

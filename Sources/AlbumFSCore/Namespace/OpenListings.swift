@@ -1,0 +1,120 @@
+import AlbumCore
+
+/// The listings programs have open (one per OPENDIR), and what each read before which
+/// change: so that the kernel does not keep a listing it took in partly before a change
+/// and partly after it.
+///
+/// The kernel keeps a folder's listing (`cache_readdir`) as it takes in a listing's pages,
+/// and the daemon drops it after each change (`.listing`, before the change's reply).
+/// The drop removes the pages the kernel has, not a page on its way: a page read before
+/// the change whose reply the kernel takes in after the drop goes into the cache
+/// (`fuse_add_dirent_to_cache` checks only that it comes next), and the pages after it
+/// are read after the change. The kernel checks a kept listing against the folder's mtime
+/// and change count as of when it began keeping it, which catches most such changes; not
+/// when a second program started listing the folder between the drop and that page's
+/// arrival (the kernel then dates the cache after the change), nor when a program stopped
+/// reading before the listing's end and another completes the cache later. A new photo
+/// landing at its writer's close was then listed twice until the folder's next change:
+/// once as the file being written (among the plain files), once as the photo
+/// (`ListingCacheTests`).
+///
+/// So a listing that read a page before a change of its folder drops the kernel's listing
+/// once more at its end (its empty page, which the kernel asks for only after it took in
+/// every page before) and at its close: by then every page it read is in the kernel, and
+/// nothing it read stale can arrive after the drop. docs/namespace.md, "Caching".
+final class OpenListings: Sendable {
+    private struct Listing {
+        let folder: UInt64
+        /// The change count before its earliest read since it was last found up to date.
+        var oldestRead: UInt64?
+    }
+
+    private struct State {
+        /// Changes of folders' listings, counted.
+        var changes: UInt64 = 0
+        /// The count at each folder's last change (only those that may matter to a
+        /// listing still open).
+        var lastChange: [UInt64: UInt64] = [:]
+        var listings: [UInt64: Listing] = [:]
+        var nextHandle: UInt64 = 1
+    }
+
+    private let state = Locked(State())
+
+    /// A listing of `folder` opened: its handle.
+    func open(_ folder: UInt64) -> UInt64 {
+        state.withLock { s in
+            let handle = s.nextHandle
+            s.nextHandle += 1
+            s.listings[handle] = Listing(folder: folder)
+            return handle
+        }
+    }
+
+    /// The listing `handle` is about to read a page.
+    func reading(_ handle: UInt64) {
+        state.withLock { s in
+            if s.listings[handle] != nil, s.listings[handle]?.oldestRead == nil {
+                s.listings[handle]?.oldestRead = s.changes
+            }
+        }
+    }
+
+    /// `folder`'s listing changed (called before the kernel is told).
+    func changed(_ folder: UInt64) {
+        state.withLock { s in
+            s.changes += 1
+            s.lastChange[folder] = s.changes
+            if s.lastChange.count > 1024 {
+                // A change matters only to a listing that read before it.
+                let oldest = s.listings.values.compactMap(\.oldestRead).min() ?? s.changes
+                s.lastChange = s.lastChange.filter { $0.value > oldest }
+            }
+        }
+    }
+
+    /// Whether the listing `handle`, now at its end or closed, read a page before a change
+    /// of its folder; if so it is counted up to date from now on. `closing` forgets it.
+    func readBeforeAChange(_ handle: UInt64, closing: Bool) -> (folder: UInt64, stale: Bool)? {
+        state.withLock { s in
+            guard let listing = s.listings[handle] else { return nil }
+            if closing {
+                s.listings.removeValue(forKey: handle)
+            } else {
+                s.listings[handle]?.oldestRead = nil
+            }
+            guard let read = listing.oldestRead, let changed = s.lastChange[listing.folder] else {
+                return (listing.folder, false)
+            }
+            return (listing.folder, changed > read)
+        }
+    }
+}
+
+extension FileSystem {
+    /// A program opened folder `ino` to list it: the handle its pages are asked with.
+    public func openListing(_ ino: UInt64) -> UInt64 {
+        openListings.open(ino)
+    }
+
+    /// Up to `limit` entries of folder `ino` after cookie `after`, for the open listing
+    /// `listing`. An empty page is the listing's end: see `OpenListings`.
+    public func readdir(_ ino: UInt64, after: Int64, limit: Int, listing: UInt64) throws -> [DirectoryEntry] {
+        openListings.reading(listing)
+        let page = try readdir(ino, after: after, limit: limit)
+        if page.isEmpty { dropListingIfReadBeforeAChange(listing, closing: false) }
+        return page
+    }
+
+    /// The program closed the listing `listing`.
+    public func closeListing(_ listing: UInt64) {
+        dropListingIfReadBeforeAChange(listing, closing: true)
+    }
+
+    private func dropListingIfReadBeforeAChange(_ listing: UInt64, closing: Bool) {
+        guard let (folder, stale) = openListings.readBeforeAChange(listing, closing: closing), stale else { return }
+        // Not a change: sent without counting one, so that other open listings are not
+        // taken for stale by it.
+        sendInvalidations([.listing(folder)])
+    }
+}
