@@ -235,8 +235,10 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             _ = try b.fs.getattr(b.ino(ino))
             // The kernel keeps listings (cache_readdir) until the core invalidates the
             // folder's inode after a change. The handle names the listing to the core.
-            shim_fi_set_open_flags(fi, b.fs.openListing(b.ino(ino)), 1, 0, 1)
-            fuse_reply_open(req, fi)
+            let listing = b.fs.openListing(b.ino(ino))
+            shim_fi_set_open_flags(fi, listing, 1, 0, 1)
+            // An open the kernel gave up on (interrupted) gets no RELEASEDIR.
+            if fuse_reply_open(req, fi) != 0 { b.fs.closeListing(listing) }
         }
     }
     ops.releasedir = { req, _, fi in
