@@ -42,7 +42,7 @@ final class ListingCacheTests: MountTestCase {
     /// Starts `ls -f` of `folder` (or a program that reads one entry of it and closes it,
     /// `firstEntryOnly`) with its first page held in the daemon; returns the running
     /// program once the page is read and held.
-    func listHeld(_ folder: String, number n: Int, firstEntryOnly: Bool = false) throws -> Process {
+    func listHeld(_ folder: String, number n: Int, firstEntryOnly: Bool = false, output: Pipe? = nil) throws -> Process {
         var st = stat()
         XCTAssertEqual(stat(mount.path(folder), &st), 0)
         try "\(st.st_ino)".write(toFile: holds + "/hold", atomically: true, encoding: .utf8)
@@ -54,7 +54,7 @@ final class ListingCacheTests: MountTestCase {
             ls.executableURL = URL(fileURLWithPath: "/bin/ls")
             ls.arguments = ["-f", mount.path(folder)]
         }
-        ls.standardOutput = FileHandle.nullDevice
+        ls.standardOutput = output ?? FileHandle.nullDevice
         try ls.run()
         let deadline = Date().addingTimeInterval(10)
         while access("\(holds)/held-\(n)", F_OK) != 0 && Date() < deadline { usleep(10_000) }
@@ -79,17 +79,20 @@ final class ListingCacheTests: MountTestCase {
         ls.waitUntilExit()
     }
 
+    /// `ls -f` of `folder`: the names in the folder's own order (its photos oldest first,
+    /// PRODUCT.md section 2).
     func listed(_ folder: String) throws -> [String] {
-        try sh("ls -f \(q(folder))").stdout.split(separator: "\n").map(String.init).sorted()
+        try sh("ls -f \(q(folder))").stdout.split(separator: "\n").map(String.init)
     }
 
     /// A photo copied into an album lands when its writer closes it: until then the album
     /// lists it as a file being written (among the plain files, before the photos), then
-    /// among the photos, newest last. A program listing the album across the close reads
-    /// it twice; a second program that starts listing between the close and the first
-    /// program's page dates the kernel's cache after the close, so that neither the
-    /// album's new mtime nor anything else tells the kernel the cache is stale.
-    func testAPhotoThatLandsWhileTwoProgramsListItsAlbumIsListedOnceAfterwards() throws {
+    /// among the photos, newest last. The kernel took in the first program's page, read
+    /// before the close, after the close's drop; a second program that starts listing
+    /// between the two dates the kernel's cache after the close, so that neither the
+    /// album's new mtime nor anything else tells the kernel the cache is stale. Kept, it
+    /// listed the new photo first, or twice before `OpenListings.returning`.
+    func testAPhotoThatLandsWhileTwoProgramsListItsAlbumIsListedInItsPlaceAfterwards() throws {
         try makeAlbumOfTwoPhotos()
         let fd = try startWritingAPhoto("Albums/B/p2.jpg")
         let first = try listHeld("Albums/B", number: 1)
@@ -101,10 +104,25 @@ final class ListingCacheTests: MountTestCase {
         XCTAssertEqual(try listed("Albums/B"), [".", "..", "p0.jpg", "p1.jpg", "p2.jpg"], "listed again, from the kernel's cache")
     }
 
+    /// The program that lists the album across the close itself sees each name once: the
+    /// photo is the file it listed among the files being written, and it is left out
+    /// among the photos (`OpenListings.returning`).
+    func testAProgramListingAnAlbumAcrossAPhotosLandingSeesItOnce() throws {
+        try makeAlbumOfTwoPhotos()
+        let fd = try startWritingAPhoto("Albums/B/p2.jpg")
+        let output = Pipe()
+        let ls = try listHeld("Albums/B", number: 1, output: output)
+        XCTAssertEqual(close(fd), 0)
+        release(1, ls)
+        let seen = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(seen.split(separator: "\n").map(String.init).sorted(), [".", "..", "p0.jpg", "p1.jpg", "p2.jpg"])
+        XCTAssertEqual(try listed("Albums/B"), [".", "..", "p0.jpg", "p1.jpg", "p2.jpg"])
+    }
+
     /// The same with a first program that reads one entry and closes the folder (a
     /// listing stopped before its end): the kernel keeps the page it took in, and the
     /// second program's listing, read after the close, continues and completes it.
-    func testAPhotoThatLandsWhileOneProgramReadsAnEntryOfItsAlbumAndAnotherListsItIsListedOnceAfterwards() throws {
+    func testAPhotoThatLandsWhileOneProgramReadsAnEntryOfItsAlbumAndAnotherListsItIsListedInItsPlaceAfterwards() throws {
         try makeAlbumOfTwoPhotos()
         let fd = try startWritingAPhoto("Albums/B/p2.jpg")
         let first = try listHeld("Albums/B", number: 1, firstEntryOnly: true)

@@ -22,11 +22,24 @@ import AlbumCore
 /// once more at its end (its empty page, which the kernel asks for only after it took in
 /// every page before) and at its close: by then every page it read is in the kernel, and
 /// nothing it read stale can arrive after the drop. docs/namespace.md, "Caching".
+///
+/// And a listing read across a landing names the photo once: a file it returned among
+/// the plain files is left out among the photos (`returning`), as a file on a disk is
+/// listed once however it is written meanwhile.
 final class OpenListings: Sendable {
     private struct Listing {
         let folder: UInt64
         /// The change count before its earliest read since it was last found up to date.
         var oldestRead: UInt64?
+        /// The files it returned among the plain files (number and name) since it
+        /// started: one of them that lands as a photo meanwhile is listed again among the
+        /// photos, and is left out there.
+        var plainReturned = Set<PlainEntry>()
+    }
+
+    private struct PlainEntry: Hashable {
+        let ino: UInt64
+        let name: String
     }
 
     private struct State {
@@ -60,6 +73,26 @@ final class OpenListings: Sendable {
         }
     }
 
+    /// `page`, read for `handle` after cookie `after`, without the files it returned
+    /// before among the plain files that are now among the photos (a file being written
+    /// that landed as a photo since: one file, listed once, as on a disk).
+    func returning(_ page: [DirectoryEntry], after: Int64, for handle: UInt64) -> [DirectoryEntry] {
+        state.withLock { s in
+            guard var listing = s.listings[handle] else { return page }
+            if after == 0 { listing.plainReturned.removeAll() }  // read again from the start
+            let page = page.filter { entry in
+                if entry.cookie >= Cookie.firstObject, entry.cookie < Cookie.assetTag, entry.attributes?.kind != .directory {
+                    listing.plainReturned.insert(PlainEntry(ino: entry.ino, name: entry.name))
+                } else if entry.cookie >= Cookie.assetTag, !listing.plainReturned.isEmpty {
+                    return !listing.plainReturned.contains(PlainEntry(ino: entry.ino, name: entry.name))
+                }
+                return true
+            }
+            s.listings[handle] = listing
+            return page
+        }
+    }
+
     /// `folder`'s listing changed (called before the kernel is told).
     func changed(_ folder: UInt64) {
         state.withLock { s in
@@ -82,6 +115,7 @@ final class OpenListings: Sendable {
                 s.listings.removeValue(forKey: handle)
             } else {
                 s.listings[handle]?.oldestRead = nil
+                s.listings[handle]?.plainReturned.removeAll()
             }
             guard let read = listing.oldestRead, let changed = s.lastChange[listing.folder] else {
                 return (listing.folder, false)
@@ -98,12 +132,22 @@ extension FileSystem {
     }
 
     /// Up to `limit` entries of folder `ino` after cookie `after`, for the open listing
-    /// `listing`. An empty page is the listing's end: see `OpenListings`.
+    /// `listing`, without a file it already returned (`OpenListings.returning`). An empty
+    /// page is the listing's end: see `OpenListings`.
     public func readdir(_ ino: UInt64, after: Int64, limit: Int, listing: UInt64) throws -> [DirectoryEntry] {
         openListings.reading(listing)
-        let page = try readdir(ino, after: after, limit: limit)
-        if page.isEmpty { dropListingIfReadBeforeAChange(listing, closing: false) }
-        return page
+        var cookie = after
+        while true {
+            let page = try readdir(ino, after: cookie, limit: limit)
+            guard let last = page.last else {
+                dropListingIfReadBeforeAChange(listing, closing: false)
+                return page
+            }
+            // A page left empty would end the listing: the next one is read instead.
+            let kept = openListings.returning(page, after: cookie, for: listing)
+            if !kept.isEmpty { return kept }
+            cookie = last.cookie
+        }
     }
 
     /// The program closed the listing `listing`.
