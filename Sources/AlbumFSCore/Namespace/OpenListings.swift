@@ -78,7 +78,8 @@ final class OpenListings: Sendable {
     /// that landed as a photo since: one file, listed once, as on a disk).
     func returning(_ page: [DirectoryEntry], after: Int64, for handle: UInt64) -> [DirectoryEntry] {
         state.withLock { s in
-            guard var listing = s.listings[handle] else { return page }
+            // Taken out while changed, so that its set is not copied at each page.
+            guard var listing = s.listings.removeValue(forKey: handle) else { return page }
             if after == 0 { listing.plainReturned.removeAll() }  // read again from the start
             let page = page.filter { entry in
                 if entry.cookie >= Cookie.firstObject, entry.cookie < Cookie.assetTag, entry.attributes?.kind != .directory {
