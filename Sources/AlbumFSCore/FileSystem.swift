@@ -183,7 +183,7 @@ public final class FileSystem: Sendable {
     /// Sends invalidations after a change; open listings that read a page before it
     /// will drop the folder's listing again (`OpenListings`).
     func invalidate(_ items: [Invalidation]) {
-        for case .listing(let ino) in items { openListings.changed(ino) }
+        openListings.changed(items.compactMap { if case .listing(let ino) = $0 { ino } else { nil } })
         sendInvalidations(items)
     }
 

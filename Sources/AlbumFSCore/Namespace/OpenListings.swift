@@ -67,9 +67,7 @@ final class OpenListings: Sendable {
     /// The listing `handle` is about to read a page.
     func reading(_ handle: UInt64) {
         state.withLock { s in
-            if s.listings[handle] != nil, s.listings[handle]?.oldestRead == nil {
-                s.listings[handle]?.oldestRead = s.changes
-            }
+            if let listing = s.listings[handle], listing.oldestRead == nil { s.listings[handle]?.oldestRead = s.changes }
         }
     }
 
@@ -94,11 +92,12 @@ final class OpenListings: Sendable {
         }
     }
 
-    /// `folder`'s listing changed (called before the kernel is told).
-    func changed(_ folder: UInt64) {
+    /// `folders`' listings changed (called before the kernel is told): one change.
+    func changed(_ folders: [UInt64]) {
+        guard !folders.isEmpty else { return }
         state.withLock { s in
             s.changes += 1
-            s.lastChange[folder] = s.changes
+            for folder in folders { s.lastChange[folder] = s.changes }
             if s.lastChange.count > 1024 {
                 // A change matters only to a listing that read before it.
                 let oldest = s.listings.values.compactMap(\.oldestRead).min() ?? s.changes
@@ -107,9 +106,9 @@ final class OpenListings: Sendable {
         }
     }
 
-    /// Whether the listing `handle`, now at its end or closed, read a page before a change
-    /// of its folder; if so it is counted up to date from now on. `closing` forgets it.
-    func readBeforeAChange(_ handle: UInt64, closing: Bool) -> (folder: UInt64, stale: Bool)? {
+    /// The listing `handle` is at its end, or closed (`closing` forgets it): its folder, if
+    /// it read a page before a change of it. Either way it starts over from now on.
+    func folderReadBeforeAChange(_ handle: UInt64, closing: Bool) -> UInt64? {
         state.withLock { s in
             guard let listing = s.listings[handle] else { return nil }
             if closing {
@@ -118,10 +117,8 @@ final class OpenListings: Sendable {
                 s.listings[handle]?.oldestRead = nil
                 s.listings[handle]?.plainReturned.removeAll()
             }
-            guard let read = listing.oldestRead, let changed = s.lastChange[listing.folder] else {
-                return (listing.folder, false)
-            }
-            return (listing.folder, changed > read)
+            guard let read = listing.oldestRead, let changed = s.lastChange[listing.folder], changed > read else { return nil }
+            return listing.folder
         }
     }
 }
@@ -157,7 +154,7 @@ extension FileSystem {
     }
 
     private func dropListingIfReadBeforeAChange(_ listing: UInt64, closing: Bool) {
-        guard let (folder, stale) = openListings.readBeforeAChange(listing, closing: closing), stale else { return }
+        guard let folder = openListings.folderReadBeforeAChange(listing, closing: closing) else { return }
         // Not a change: sent without counting one, so that other open listings are not
         // taken for stale by it.
         sendInvalidations([.listing(folder)])
