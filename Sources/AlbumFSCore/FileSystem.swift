@@ -26,6 +26,8 @@ public final class FileSystem: Sendable {
     let handles = HandleTable()
     /// The kernel inode each inode number stands for now (`KernelNodes`).
     let kernelNodes = KernelNodes()
+    /// Opens for reading that meet a save of the same photo (`OpensAcrossSaves`).
+    let opensAcrossSaves = OpensAcrossSaves()
     /// The table each object id was found in last (`ObjectKinds`).
     let objectKinds = Locked(ObjectKinds())
     /// Hashes whose bytes a close is placing now (`BlobsInFlight`): the library's.

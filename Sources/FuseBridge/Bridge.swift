@@ -61,6 +61,7 @@ final class Bridge: @unchecked Sendable {
             case .attributes(let ino):
                 _ = fuse_lowlevel_notify_inval_inode(session, fs.nodeID(of: ino), -1, 0)
             case .node(let node):
+                TestHold.saves.holdIfAsked(FileSystem.inode(ofNodeID: node))
                 _ = fuse_lowlevel_notify_inval_inode(session, node, -1, 0)
             case .entry(let parent, let name):
                 names.append((parent, name))

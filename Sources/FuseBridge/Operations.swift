@@ -336,7 +336,7 @@ private func readdir(_ b: Bridge, _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size:
         used += needed
         last = entry.cookie
     }
-    ListingHold.holdIfAsked(ino, offset: offset)
+    if offset == 0 { TestHold.listings.holdIfAsked(ino) }
     // A full buffer: the kernel will ask for the page after it once it has taken this
     // one in, so that page is read meanwhile (asked for before the reply, so that the
     // request for it finds the read under way).

@@ -218,9 +218,15 @@ final class HandleTable: Sendable {
     }
 
     /// Keeps kernel inode `node` out of passthrough for a moment: a writer is on its way.
-    func reserveForWriter(_ node: UInt64) {
+    /// False, and nothing kept, when readers hold it in passthrough already.
+    @discardableResult
+    func reserveForWriter(_ node: UInt64) -> Bool {
         let until = monotonicSeconds() + 2
-        table.withLock { s in s.nodes[node, default: NodeIO()].reservedUntil = until }
+        return table.withLock { s in
+            guard s.nodes[node]?.passthrough == nil else { return false }
+            s.nodes[node, default: NodeIO()].reservedUntil = until
+            return true
+        }
     }
 
     /// The handle number of an open file just added.
@@ -375,19 +381,35 @@ extension FileSystem {
 
     /// Adds a read-only open of a photo's or thumbnail's file: in passthrough when it can
     /// be (see `HandleTable.addReader`).
+    /// `mark`: `OpensAcrossSaves.mark`, taken before the photo was read.
     func openedForReading(ino: UInt64, node: UInt64? = nil, _ file: FileDescriptor, keepCache: Bool,
-                          name: @autoclosure () -> String, pid: Int32) throws -> Opened {
+                          name: @autoclosure () -> String, pid: Int32, since mark: UInt64) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
         // A file server opens by handle (open_by_handle_at), which the kernel does not look
         // up again after ESTALE: on a kernel inode the photo has left, it reads the
-        // version the readers there hold, the one its size says.
+        // version the readers there hold, the one its size says. Nor can the kernel's
+        // own retry after ESTALE get it again (`OpensAcrossSaves`).
         // (Which process opens matters only where an open may be in passthrough.)
-        let server = handles.passthroughEnabled && FileServers.isServer(pid)
+        let passthrough = handles.passthroughEnabled
+        let server = passthrough && FileServers.isServer(pid)
+        let shareOlder = (server && node != kernelNodes.node(of: ino)) || (passthrough && opensAcrossSaves.isRetry(pid, ino))
         guard let open = handles.addReader(ino: ino, node: node, state: .readOnly(file), candidate: file,
-                                           mayStart: !server, shareOlder: server && node != kernelNodes.node(of: ino)) else {
+                                           mayStart: !server, shareOlder: shareOlder) else {
+            opensAcrossSaves.gotStale(pid, ino)
             throw openElsewhere(ino, from: node, name())
         }
-        return Opened(handle: handles.handle(for: open), keepCache: keepCache, readOnly: true, mode: open.mode)
+        // The kernel may hold a size and pages that are not those of the bytes this open
+        // reads (a save met it, or it shares another version's): `fstat` asks again, and
+        // a cached open starts without pages.
+        let metASave = shareOlder || opensAcrossSaves.mayHaveMetASave(of: ino, since: mark)
+        if metASave {
+            sendInvalidations([.node(node)])
+            // It may hold the version from before the save in passthrough on the photo's
+            // current kernel inode, where the next opens, after the save, would share it:
+            // the photo moves past it, as past any reader of an old version.
+            if case .passthrough = open.mode, node == kernelNodes.node(of: ino) { movePastReaders(ino) }
+        }
+        return Opened(handle: handles.handle(for: open), keepCache: keepCache && !metASave, readOnly: true, mode: open.mode)
     }
 
     /// An open that the kernel would refuse on kernel inode `node`, held in passthrough by
@@ -398,9 +420,13 @@ extension FileSystem {
     /// `reserve`: the open is one that cannot be in passthrough (a writer): readers that
     /// reach the new kernel inode before it read cached there, so that it gets in.
     func openElsewhere(_ ino: UInt64, from node: UInt64, _ name: String, reserve: Bool = false) -> FSError {
-        // Reserved before any lookup can hand the new node id out (inside `advance`).
-        kernelNodes.advance(ino, from: node, inUse: handles.inUse) { new in
-            if reserve { handles.reserveForWriter(new) }
+        if reserve {
+            // Reserved before any lookup can hand the node id out; the photo may have
+            // moved past `node` already (a save, a reader), to a kernel inode readers
+            // hold by now.
+            kernelNodes.sendWriter(ino, from: node, inUse: handles.inUse, reserve: handles.reserveForWriter)
+        } else {
+            kernelNodes.advance(ino, from: node, inUse: handles.inUse)
         }
         if let item = try? existing(ino) {
             switch item {

@@ -42,15 +42,35 @@ final class KernelNodes: Sendable {
     /// `then`: called with the new node id before anyone else can be given it.
     func advance(_ ino: UInt64, from node: UInt64, inUse: (UInt64) -> Bool, then: (UInt64) -> Void = { _ in }) {
         generations.withLock { g in
-            var generation = g[ino] ?? 0
-            guard ino | generation << Self.shift == node else { return }
-            for _ in 0..<255 {
-                generation = (generation + 1) & 0xFF
-                if !inUse(ino | generation << Self.shift) { break }
-            }
-            g[ino] = generation
-            then(ino | generation << Self.shift)
+            guard ino | (g[ino] ?? 0) << Self.shift == node else { return }
+            then(Self.next(ino, &g, inUse: inUse))
         }
+    }
+
+    /// A writer's open that the kernel would refuse on `node` is sent to a kernel inode it
+    /// can get into: the one `ino` stands for now, if it has moved past `node` and
+    /// `reserve` holds it for the writer (no reader holds it in passthrough); else a new
+    /// one, which `reserve` is called with. Both before anyone else can be given it: a
+    /// kernel inode held by readers when the kernel's one retry comes fails the writer
+    /// with `ESTALE`.
+    func sendWriter(_ ino: UInt64, from node: UInt64, inUse: (UInt64) -> Bool, reserve: (UInt64) -> Bool) {
+        generations.withLock { g in
+            let current = ino | (g[ino] ?? 0) << Self.shift
+            if current != node && reserve(current) { return }
+            _ = reserve(Self.next(ino, &g, inUse: inUse))
+        }
+    }
+
+    /// Moves `ino` to the next generation that no open file holds (`inUse`), so that the
+    /// new kernel inode is a fresh one; returns its node id.
+    private static func next(_ ino: UInt64, _ g: inout [UInt64: UInt64], inUse: (UInt64) -> Bool) -> UInt64 {
+        var generation = g[ino] ?? 0
+        for _ in 0..<255 {
+            generation = (generation + 1) & 0xFF
+            if !inUse(ino | generation << Self.shift) { break }
+        }
+        g[ino] = generation
+        return ino | generation << Self.shift
     }
 }
 

@@ -209,6 +209,11 @@ extension FileSystem {
                           backup: carried.backup, isNew: carried.isNew)
         }
         var landed: Landed?
+        // A new version's opens for reading may meet it from its commit until the kernel
+        // has dropped the photo's attributes (`OpensAcrossSaves`).
+        var saving = Self.inodesASaveChanges(destiny)
+        opensAcrossSaves.begin(saving)
+        defer { opensAcrossSaves.end(saving) }
         do {
             for attempt in 1...3 where landed == nil {
                 do {
@@ -222,6 +227,9 @@ extension FileSystem {
                     guard attempt < 3, let decide else { throw LibraryError.notFound("asset \(left.asset.id) (\(left.asset.name))") }
                     destiny = try decide()
                     if case .stayPlain(let refusal) = destiny { throw FSError(EAGAIN, refusal.reason) }
+                    opensAcrossSaves.end(saving)
+                    saving = Self.inodesASaveChanges(destiny)
+                    opensAcrossSaves.begin(saving)
                 }
             }
         } catch {
@@ -229,6 +237,16 @@ extension FileSystem {
             throw error
         }
         guard let landed else { throw LibraryError.corrupt("a landing ended without landing") }
+        if let before = landed.before, before.sha256 != landed.asset.sha256 {
+            // At once, before the photo's readers are told anything else: its next opens
+            // start without the old pages, and on a kernel inode that no reader of the
+            // old bytes holds, whose size the kernel asks again.
+            contentChanged(landed.asset)
+            let photo = UInt64(landed.asset.id), thumbnail = Node.thumbnail(asset: landed.asset.id).ino
+            movePastReaders(photo)
+            movePastReaders(thumbnail)
+            invalidate([.attributes(photo), .attributes(thumbnail)])
+        }
         if let file = bytes.file, placement?.created == true { library.blobs.seal(bytes.sha256, descriptor: file.descriptor) }
         if case .version(_, let vacated?) = destiny { saves.settle(folder: folder.ino, name: vacated.name) }
         if landed.isNew, Rules.keepsSaves(Rules.Folder(folder)) {
@@ -256,6 +274,12 @@ extension FileSystem {
             break
         }
         return landed
+    }
+
+    /// The photo and thumbnail whose bytes a landing of `destiny` changes.
+    static func inodesASaveChanges(_ destiny: Destiny) -> [UInt64] {
+        guard case .version(let photo, _) = destiny else { return [] }
+        return [UInt64(photo.id), Node.thumbnail(asset: photo.id).ino]
     }
 
     /// A photo's next version, in the caller's transaction. With `vacated` (the photo
@@ -310,15 +334,11 @@ extension FileSystem {
     }
 
     /// The invalidations of a landing: the photo everywhere it shows (as it was and is),
-    /// the names the caller knows changed, and the backup's name.
+    /// the names the caller knows changed, and the backup's name. (A new version's own
+    /// kernel inode was dealt with by `land`, at its commit.)
     func afterLanding(_ landed: Landed, folder: Item, entries: [(UInt64, String)]) {
         var names = entries
         if let backup = landed.backup { names.append((backup.dirIno, backup.name)) }
-        if let before = landed.before, before.sha256 != landed.asset.sha256 {
-            contentChanged(landed.asset)
-            movePastReaders(UInt64(landed.asset.id))
-            movePastReaders(Node.thumbnail(asset: landed.asset.id).ino)
-        }
         afterChange(asset: landed.asset, views: landed.before, folders: [folder.ino], entries: names)
         if landed.before?.sha256 != landed.asset.sha256 { prefetchThumbnail(landed.asset) }
     }

@@ -77,6 +77,7 @@ extension FileSystem {
     public func open(_ ino: UInt64, node: UInt64? = nil, flags: Int32, pid: Int32 = 0) throws -> Opened {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         let node = node ?? kernelNodes.node(of: ino)
+        let mark = opensAcrossSaves.mark  // before the photo is read: `OpensAcrossSaves`
         guard let item = try item(ino) else {
             // `/proc/PID/fd/N` of a plain file removed while open.
             if let reopened = try reopenUnlinked(ino, node: node, writing: writing) { return reopened }
@@ -91,7 +92,7 @@ extension FileSystem {
                 return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: asset.name)
             }
             let blob = try library.openBlob(of: asset)
-            return try openedForReading(ino: ino, node: node, blob, keepCache: mayKeepCache(ino), name: asset.name, pid: pid)
+            return try openedForReading(ino: ino, node: node, blob, keepCache: mayKeepCache(ino), name: asset.name, pid: pid, since: mark)
         case .plain(let file):
             // The kernel follows links itself; a server that opens one by its handle gets
             // what open(2) with O_NOFOLLOW gets.
@@ -120,7 +121,8 @@ extension FileSystem {
                 try withThumbnail(of: asset, size: options.thumbnailSize) { try library.files.open($0.path, flags: O_RDONLY) }
             }
             guard let fd = opened else { throw thumbnailMissing(of: asset, "the thumbnail of \(asset.name)") }
-            return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), name: "thumbnail of \(asset.name)", pid: pid)
+            return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), name: "thumbnail of \(asset.name)",
+                                        pid: pid, since: mark)
         case .sharedThumbnail(let entry):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
             guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)", size: sharedSourceSize(large: entry.large)) }

@@ -1,0 +1,91 @@
+import AlbumCore
+
+/// What an open of a photo or thumbnail for reading must do when it meets a save of the
+/// same photo, so that its reader gets whole bytes of one version and the size of those
+/// bytes (docs/namespace.md, "Reads in passthrough").
+///
+/// Two races, both found by `PassthroughTests` under load:
+///
+/// - **A size from before the save.** A save commits the photo's next version, and only
+///   then drops the kernel's cached attributes of the photo's kernel inode. An open in
+///   between reads the new version in passthrough, while `fstat` on it still answers the
+///   old version's size from the kernel's cache. `mmap` of the whole file maps that
+///   size: the first 150,085 bytes of a photo of 157,569. So an open that may have met
+///   a save (one was on its way when it looked, or one began since) drops its kernel
+///   inode's attributes itself before its reply; `fstat` then asks, and the daemon
+///   answers the size of the file that kernel inode reads (`kernelView`). Such an open
+///   may also have read the version from before the save and taken the photo's current
+///   kernel inode in passthrough after the save looked for readers to move past: the
+///   photo moves past it then.
+/// - **A second `ESTALE`.** An open that finds its kernel inode read in passthrough
+///   from another version gets `ESTALE` and the photo moves to a new kernel inode
+///   (`openElsewhere`); the kernel looks the path up again and opens once more, and
+///   gives up after that. Between the two, another reader may have opened the new
+///   kernel inode with the version before or after this reader's (a save landed
+///   meanwhile). The second open then shares the version that kernel inode reads:
+///   its lookup found that kernel inode current, so the save that made the two
+///   differ was not over when this open began, and either version is one a reader
+///   may get (as a reader racing a rename on a disk gets the old file or the new).
+final class OpensAcrossSaves: Sendable {
+    private struct State {
+        /// Saves of photos' bytes begun so far.
+        var begun: UInt64 = 0
+        /// Inode numbers (photos, thumbnails) whose save has begun and whose kernel
+        /// attributes may not be dropped yet.
+        var landing: [UInt64: Int] = [:]
+        /// Threads whose open got `ESTALE` (`openElsewhere`), and of which inode: the
+        /// kernel's one retry comes from the same thread.
+        var retrying: [Int32: (ino: UInt64, at: Double)] = [:]
+    }
+
+    private let state = Locked(State())
+
+    /// A save of `inos` begins (before its transaction).
+    func begin(_ inos: [UInt64]) {
+        state.withLock { s in
+            s.begun &+= 1
+            for ino in inos { s.landing[ino, default: 0] += 1 }
+        }
+    }
+
+    /// That save is over: committed and the kernel told, or failed.
+    func end(_ inos: [UInt64]) {
+        state.withLock { s in
+            for ino in inos {
+                let left = (s.landing[ino] ?? 1) - 1
+                s.landing[ino] = left > 0 ? left : nil
+            }
+        }
+    }
+
+    /// Taken by an open before it reads what the photo is.
+    var mark: UInt64 { state.withLock { $0.begun } }
+
+    /// Whether an open that took `mark` may have read a version whose size the kernel
+    /// does not have yet.
+    func mayHaveMetASave(of ino: UInt64, since mark: UInt64) -> Bool {
+        state.withLock { $0.begun != mark || $0.landing[ino] != nil }
+    }
+
+    /// Thread `pid`'s open of `ino` got `ESTALE`: its retry is on its way.
+    func gotStale(_ pid: Int32, _ ino: UInt64) {
+        guard pid > 0 else { return }
+        let now = monotonicSeconds()
+        state.withLock { s in
+            // A thread killed between the two opens leaves its entry behind.
+            if s.retrying.count > 1024 { s.retrying = s.retrying.filter { now - $0.value.at < 5 } }
+            s.retrying[pid] = (ino, now)
+        }
+    }
+
+    /// Whether this open of `ino` by `pid` is the kernel's retry after `ESTALE` (taken
+    /// once: the retry's own retry would be the program's next open).
+    func isRetry(_ pid: Int32, _ ino: UInt64) -> Bool {
+        guard pid > 0 else { return false }
+        return state.withLock { s in
+            guard let entry = s.retrying[pid], entry.ino == ino else { return false }
+            s.retrying[pid] = nil
+            return monotonicSeconds() - entry.at < 5
+        }
+    }
+}
