@@ -383,7 +383,7 @@ extension FileSystem {
     /// be (see `HandleTable.addReader`).
     /// `mark`: `OpensAcrossSaves.mark`, taken before the photo was read.
     func openedForReading(ino: UInt64, node: UInt64? = nil, _ file: FileDescriptor, keepCache: Bool,
-                          name: @autoclosure () -> String, pid: Int32, since mark: UInt64) throws -> Opened {
+                          name: @autoclosure () -> String, pid: Int32, since mark: OpensAcrossSaves.Mark) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
         // A file server opens by handle (open_by_handle_at), which the kernel does not look
         // up again after ESTALE: on a kernel inode the photo has left, it reads the

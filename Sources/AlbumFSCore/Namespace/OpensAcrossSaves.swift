@@ -27,44 +27,74 @@ import AlbumCore
 ///   differ was not over when this open began, and either version is one a reader
 ///   may get (as a reader racing a rename on a disk gets the old file or the new).
 final class OpensAcrossSaves: Sendable {
+    /// What an open knew before it read the photo.
+    struct Mark: Sendable {
+        fileprivate let begun: UInt64
+        fileprivate let landing: Bool
+    }
+
     private struct State {
         /// Saves of photos' bytes begun so far.
         var begun: UInt64 = 0
         /// Inode numbers (photos, thumbnails) whose save has begun and whose kernel
         /// attributes may not be dropped yet.
         var landing: [UInt64: Int] = [:]
+        /// The latest saves that ended, by inode number and when they began (a ring).
+        var ended: [(ino: UInt64, begun: UInt64)] = []
+        var next = 0
         /// Threads whose open got `ESTALE` (`openElsewhere`), and of which inode: the
         /// kernel's one retry comes from the same thread.
         var retrying: [Int32: (ino: UInt64, at: Double)] = [:]
     }
 
+    /// How many ended saves' inodes are remembered; an open across more saves than a
+    /// quarter of that (of any photos) takes itself to have met one of its own.
+    private static let remembered = 512
+
     private let state = Locked(State())
 
-    /// A save of `inos` begins (before its transaction).
-    func begin(_ inos: [UInt64]) {
-        state.withLock { s in
+    /// A save of `inos` begins (before its transaction); returns its number, for `end`.
+    func begin(_ inos: [UInt64]) -> UInt64 {
+        guard !inos.isEmpty else { return 0 }
+        return state.withLock { s in
             s.begun &+= 1
             for ino in inos { s.landing[ino, default: 0] += 1 }
+            return s.begun
         }
     }
 
     /// That save is over: committed and the kernel told, or failed.
-    func end(_ inos: [UInt64]) {
+    func end(_ inos: [UInt64], begun: UInt64) {
+        guard !inos.isEmpty else { return }
         state.withLock { s in
             for ino in inos {
                 let left = (s.landing[ino] ?? 1) - 1
                 s.landing[ino] = left > 0 ? left : nil
+                if s.ended.count < Self.remembered {
+                    s.ended.append((ino, begun))
+                } else {
+                    s.ended[s.next] = (ino, begun)
+                }
+                s.next = (s.next + 1) % Self.remembered
             }
         }
     }
 
-    /// Taken by an open before it reads what the photo is.
-    var mark: UInt64 { state.withLock { $0.begun } }
+    /// Taken by an open of `ino` before it reads what the photo is.
+    func mark(_ ino: UInt64) -> Mark {
+        state.withLock { Mark(begun: $0.begun, landing: $0.landing[ino] != nil) }
+    }
 
-    /// Whether an open that took `mark` may have read a version whose size the kernel
-    /// does not have yet.
-    func mayHaveMetASave(of ino: UInt64, since mark: UInt64) -> Bool {
-        state.withLock { $0.begun != mark || $0.landing[ino] != nil }
+    /// Whether an open of `ino` that took `mark` may have met a save of it: one was
+    /// landing when it looked or is now, or one began and ended since.
+    func mayHaveMetASave(of ino: UInt64, since mark: Mark) -> Bool {
+        if mark.landing { return true }
+        return state.withLock { s in
+            if s.landing[ino] != nil { return true }
+            guard s.begun != mark.begun else { return false }
+            if s.begun &- mark.begun > UInt64(Self.remembered / 4) { return true }
+            return s.ended.contains { $0.ino == ino && $0.begun > mark.begun }
+        }
     }
 
     /// Thread `pid`'s open of `ino` got `ESTALE`: its retry is on its way.

@@ -212,8 +212,8 @@ extension FileSystem {
         // A new version's opens for reading may meet it from its commit until the kernel
         // has dropped the photo's attributes (`OpensAcrossSaves`).
         var saving = Self.inodesASaveChanges(destiny)
-        opensAcrossSaves.begin(saving)
-        defer { opensAcrossSaves.end(saving) }
+        var save = opensAcrossSaves.begin(saving)
+        defer { opensAcrossSaves.end(saving, begun: save) }
         do {
             for attempt in 1...3 where landed == nil {
                 do {
@@ -227,9 +227,9 @@ extension FileSystem {
                     guard attempt < 3, let decide else { throw LibraryError.notFound("asset \(left.asset.id) (\(left.asset.name))") }
                     destiny = try decide()
                     if case .stayPlain(let refusal) = destiny { throw FSError(EAGAIN, refusal.reason) }
-                    opensAcrossSaves.end(saving)
+                    opensAcrossSaves.end(saving, begun: save)
                     saving = Self.inodesASaveChanges(destiny)
-                    opensAcrossSaves.begin(saving)
+                    save = opensAcrossSaves.begin(saving)
                 }
             }
         } catch {

@@ -77,7 +77,7 @@ extension FileSystem {
     public func open(_ ino: UInt64, node: UInt64? = nil, flags: Int32, pid: Int32 = 0) throws -> Opened {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         let node = node ?? kernelNodes.node(of: ino)
-        let mark = opensAcrossSaves.mark  // before the photo is read: `OpensAcrossSaves`
+        let mark = opensAcrossSaves.mark(ino)  // before the photo is read: `OpensAcrossSaves`
         guard let item = try item(ino) else {
             // `/proc/PID/fd/N` of a plain file removed while open.
             if let reopened = try reopenUnlinked(ino, node: node, writing: writing) { return reopened }
