@@ -42,6 +42,8 @@ public final class FileSystem: Sendable {
     /// Albums a process made moments ago (NewAlbums: cp of a tree with its own .thumbnails/).
     let newAlbums = NewAlbums()
     let removedThumbnails = RemovedThumbnails()
+    /// Thumbnails found made, by their inode (`mayWaitForThumbnail`).
+    let thumbnailsFound = ThumbnailsFound()
     /// Plain files removed while open (`UnlinkedOpen`).
     let unlinkedOpen = UnlinkedOpenFiles()
     /// Inode numbers reserved for files being created.

@@ -135,7 +135,8 @@ final class Bridge: @unchecked Sendable {
     }
 
     /// An entry: the node id that stands for the inode now (`node`: that one instead).
-    func entry(_ a: Attributes, cacheName: Bool = true, node: UInt64? = nil, created: Bool = false) -> fuse_entry_param {
+    func entry(_ a: Attributes, cacheName: Bool = true, cacheAttributes: Bool = true, node: UInt64? = nil,
+               created: Bool = false) -> fuse_entry_param {
         let (node, a) = fs.kernelView(a, node: node)
         var e = fuse_entry_param()
         e.ino = node
@@ -143,13 +144,13 @@ final class Bridge: @unchecked Sendable {
         // and its generation bits come back only when no open file holds the old one.
         e.generation = 0
         e.attr = stat(a, created: created)
-        e.attr_timeout = attrTimeout
+        e.attr_timeout = cacheAttributes ? attrTimeout : 0
         e.entry_timeout = cacheName ? entryTimeout : 0
         return e
     }
 
-    func replyEntry(_ req: fuse_req_t?, _ a: Attributes, cacheName: Bool = true, node: UInt64? = nil) {
-        var e = entry(a, cacheName: cacheName, node: node)
+    func replyEntry(_ req: fuse_req_t?, _ a: Attributes, cacheName: Bool = true, cacheAttributes: Bool = true, node: UInt64? = nil) {
+        var e = entry(a, cacheName: cacheName, cacheAttributes: cacheAttributes, node: node)
         fuse_reply_entry(req, &e)
     }
 
@@ -157,7 +158,8 @@ final class Bridge: @unchecked Sendable {
     /// file has is not kept by the kernel: removing or renaming the file invalidates
     /// only its own name, and the other spelling would stay cached for an hour.
     func replyFound(_ req: fuse_req_t?, _ found: FileSystem.Found, asked: [UInt8], node: UInt64? = nil) {
-        replyEntry(req, found.attributes, cacheName: found.keepName && Array(found.name.utf8) == asked, node: node)
+        replyEntry(req, found.attributes, cacheName: found.keepName && Array(found.name.utf8) == asked,
+                   cacheAttributes: found.keepAttributes, node: node)
     }
 
     func replyAttr(_ req: fuse_req_t?, _ a: Attributes) {

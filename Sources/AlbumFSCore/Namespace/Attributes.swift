@@ -94,7 +94,9 @@ extension FileSystem {
     /// have them. One held in passthrough reports the size of the file its readers read,
     /// which is an older version's while a save is landing or once the photo has moved
     /// to a new kernel inode (`KernelNodes`): a reader that maps it maps those bytes and
-    /// no more (a mapping past the end of its file faults). One that the photo left
+    /// no more (a mapping past the end of its file faults). So does one held by cached
+    /// readers (thumbnails, `-o nopassthrough`), which all read one version
+    /// (`HandleTable.addCachedReader`): the kernel cuts their reads at its size. One that the photo left
     /// while handles wrote through it (a rename handed them another file's bytes, or a
     /// save by rename left them the version they had open) reports the size of what they
     /// write: the kernel cuts their reads at its inode's size.
@@ -108,7 +110,7 @@ extension FileSystem {
             theirs.blocks = Attributes.blocks(forSize: size)
             return (node, theirs)
         }
-        guard let size = handles.passthroughSize(node), size != a.size else { return (node, a) }
+        guard let size = handles.readersSize(node), size != a.size else { return (node, a) }
         var held = a
         held.size = size
         held.blocks = Attributes.blocks(forSize: size)

@@ -25,14 +25,19 @@ final class OpenFile: Sendable {
     /// (`FileSystem.flush`). The thread, not its process: most files are closed by the
     /// thread that opened them, which then costs no look into /proc.
     let opener: Int32
+    /// A cached open of a version of a photo or thumbnail, counted among its kernel
+    /// inode's readers (`HandleTable.addCachedReader`).
+    let readsVersion: Bool
 
-    init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached, writes: Bool, opener: Int32 = 0) {
+    init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached, writes: Bool, opener: Int32 = 0,
+         readsVersion: Bool = false) {
         self.ino = ino
         self.node = node
         self.state = state
         self.mode = mode
         self.writes = writes
         self.opener = opener
+        self.readsVersion = readsVersion
     }
 }
 
@@ -71,12 +76,51 @@ final class HandleTable: Sendable {
         var handles: Int
     }
 
-    /// The size of the file kernel inode `node` is in passthrough with, if it is.
-    func passthroughSize(_ node: UInt64) -> Int64? { table.withLock { $0.nodes[node]?.passthrough?.file.size } }
+    /// The size of the file that the readers of kernel inode `node` read, in passthrough
+    /// or cached, if it has readers.
+    func readersSize(_ node: UInt64) -> Int64? {
+        table.withLock { s in
+            guard let io = s.nodes[node] else { return nil }
+            if let passthrough = io.passthrough { return passthrough.file.size }
+            // Not beside handles open for writing: the file is the size of what they write.
+            guard let readers = io.readers, io.writingHandles == 0 else { return nil }
+            return readers.key.size
+        }
+    }
+
+    /// The version that a kernel inode's cached readers read: the kernel fills the
+    /// inode's pages from any of their handles, so they must all read the same file, as
+    /// the kernel itself demands of opens in passthrough.
+    private struct Readers {
+        let key: FileKey
+        let file: FileDescriptor
+        var handles: Int
+    }
 
     private struct NodeIO {
         var cachedHandles = 0
         var passthrough: Passthrough?
+        var readers: Readers?
+        /// Cached handles open for writing (among `cachedHandles`).
+        var writingHandles = 0
+
+        /// Counts a cached open of a version, `file` (`key`), among the readers: the
+        /// bytes it is to read (theirs when `share`), or nil when they read another file.
+        mutating func addReader(_ file: FileDescriptor, _ key: FileKey, share: Bool) -> FileDescriptor? {
+            var bytes = file
+            if var readers {
+                if readers.key != key {
+                    guard share else { return nil }
+                    bytes = readers.file
+                }
+                readers.handles += 1
+                self.readers = readers
+            } else {
+                readers = Readers(key: key, file: file, handles: 1)
+            }
+            cachedHandles += 1
+            return bytes
+        }
         /// Kept for a writer sent here from a kernel inode held by readers: until it
         /// comes (or this time passes), readers open it cached, so that they cannot hold
         /// it in passthrough before the writer gets in.
@@ -125,21 +169,54 @@ final class HandleTable: Sendable {
     /// Whether kernel inode `node` is open in passthrough now.
     func inPassthrough(_ node: UInt64) -> Bool { table.withLock { $0.nodes[node]?.passthrough != nil } }
 
+    /// The bytes that the cached read-only opens through kernel inode `node` read (a
+    /// photo's blob, a thumbnail), if it has any: the version the kernel's pages of that
+    /// inode are of. A scan, asked only when a new version lands, and of a kernel inode
+    /// that its file has left.
+    func cachedReaderFile(on node: UInt64) -> FileDescriptor? {
+        table.withLock { $0.nodes[node]?.readers?.file }
+    }
+
+    enum CachedReader {
+        /// Added; `shared`: it reads the file the kernel inode's readers read, not its own.
+        case added(OpenFile, shared: Bool)
+        /// The kernel inode is read from another file (or in passthrough).
+        case stale
+    }
+
+    /// Adds a cached read-only open of a version of a photo or thumbnail, `file`,
+    /// through kernel inode `node`: only if the inode's other cached readers read the
+    /// same file, or none does, or `share` says this open is to read theirs (an open that
+    /// cannot be looked up again: a file server's, the kernel's retry).
+    func addCachedReader(ino: UInt64, node: UInt64, file: FileDescriptor, share: Bool) -> CachedReader {
+        guard let key = FileKey(file) else { return .stale }
+        let bytes: FileDescriptor? = table.withLock { s in
+            var io = s.nodes[node] ?? NodeIO()
+            guard io.passthrough == nil, let bytes = io.addReader(file, key, share: share) else { return nil }
+            s.nodes[node] = io
+            return bytes
+        }
+        guard let bytes else { return .stale }
+        return .added(OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: .cached, writes: false, readsVersion: true),
+                      shared: bytes !== file)
+    }
+
     /// Adds a read-only open of `candidate` (a blob, a thumbnail): in passthrough when it
     /// is on and the kernel inode has no cached opens, unless `mayStart` is false and no
     /// open holds it in passthrough yet (a file server's open: it holds files for as long
     /// as its clients do). When the kernel inode holds another file in passthrough than
     /// `candidate` (its photo got a new version while old readers stay), the kernel lets
     /// this open read only that one: it does with `shareOlder` (an open by a file handle,
-    /// which cannot be looked up again), else it is nil and nothing is added.
-    func addReader(ino: UInt64, node: UInt64, state: OpenFile.State, candidate: FileDescriptor,
-                   mayStart: Bool, shareOlder: Bool = false) -> OpenFile? {
+    /// which cannot be looked up again), else it is nil and nothing is added. The same
+    /// when it is cached (beside a writer, a file server's) and the inode's other cached
+    /// readers read another file (`NodeIO.addReader`).
+    func addReader(ino: UInt64, node: UInt64, candidate: FileDescriptor, mayStart: Bool, shareOlder: Bool = false) -> OpenFile? {
         guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
             // Without passthrough (or a file that cannot be told apart): cached, which
             // the kernel refuses while the kernel inode is in passthrough.
-            return addCached(ino: ino, node: node, state: state, writes: false)
+            return addCached(ino: ino, node: node, state: .readOnly(candidate), writes: false)
         }
-        enum Plan { case cached, share(Int32), register, stale }
+        enum Plan { case cached(FileDescriptor), share(Int32), register, stale }
         let plan: Plan = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
             defer { s.nodes[node] = io.isEmpty ? nil : io }
@@ -150,18 +227,20 @@ final class HandleTable: Sendable {
                 return .share(current.backingID)
             }
             if io.cachedHandles > 0 || !mayStart || io.reserved() {
-                io.cachedHandles += 1
-                return .cached
+                // Cached beside a writer, for a file server, or where a writer is on its
+                // way: still one version for all the readers of this kernel inode.
+                guard let bytes = io.addReader(candidate, key, share: shareOlder) else { return .stale }
+                return .cached(bytes)
             }
             return .register
         }
         switch plan {
-        case .cached:
-            return OpenFile(ino: ino, node: node, state: state, mode: .cached, writes: false)
+        case .cached(let bytes):
+            return OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: .cached, writes: false, readsVersion: true)
         case .stale:
             return nil
         case .share(let id):
-            return OpenFile(ino: ino, node: node, state: state, mode: .passthrough(backingID: id), writes: false)
+            return OpenFile(ino: ino, node: node, state: .readOnly(candidate), mode: .passthrough(backingID: id), writes: false)
         case .register:
             // An id kept from an earlier open of the same file, or the ioctl outside the
             // lock; then install it, unless another open of the kernel inode got there
@@ -171,24 +250,26 @@ final class HandleTable: Sendable {
                 return s.idle.remove(at: at).id
             }
             let id = kept ?? backingFiles.register(candidate)
-            let (mode, unused) = table.withLock { s -> (IOMode?, Int32?) in
+            let (mode, unused) = table.withLock { s -> ((IOMode, FileDescriptor)?, Int32?) in
                 var io = s.nodes[node] ?? NodeIO()
                 defer { s.nodes[node] = io.isEmpty ? nil : io }
                 if var current = io.passthrough {
                     guard current.file == key || shareOlder else { return (nil, id) }
                     current.handles += 1
                     io.passthrough = current
-                    return (.passthrough(backingID: current.backingID), id)
+                    return ((.passthrough(backingID: current.backingID), candidate), id)
                 }
                 guard let id, io.cachedHandles == 0, !io.reserved() else {
-                    io.cachedHandles += 1
-                    return (.cached, id)
+                    guard let bytes = io.addReader(candidate, key, share: shareOlder) else { return (nil, id) }
+                    return ((.cached, bytes), id)
                 }
                 io.passthrough = Passthrough(backingID: id, file: key, handles: 1)
-                return (.passthrough(backingID: id), nil)
+                return ((.passthrough(backingID: id), candidate), nil)
             }
             if let unused { keepOrUnregister(unused, key) }
-            return mode.map { OpenFile(ino: ino, node: node, state: state, mode: $0, writes: false) }
+            return mode.map { mode, bytes in
+                OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: mode, writes: false, readsVersion: mode == .cached)
+            }
         }
     }
 
@@ -200,6 +281,7 @@ final class HandleTable: Sendable {
             var io = s.nodes[node] ?? NodeIO()
             guard io.passthrough == nil else { return false }
             io.cachedHandles += 1
+            if writes { io.writingHandles += 1 }
             io.reservedUntil = nil
             s.nodes[node] = io
             return true
@@ -310,7 +392,13 @@ final class HandleTable: Sendable {
             var io = s.nodes[file.node] ?? NodeIO()
             var unregister: (Int32, FileKey)?
             switch file.mode {
-            case .cached: io.cachedHandles -= 1
+            case .cached:
+                io.cachedHandles -= 1
+                if file.writes { io.writingHandles -= 1 }
+                if file.readsVersion, var readers = io.readers {
+                    readers.handles -= 1
+                    io.readers = readers.handles > 0 ? readers : nil
+                }
             case .passthrough:
                 if var current = io.passthrough {
                     current.handles -= 1
@@ -382,19 +470,44 @@ extension FileSystem {
     /// Adds a read-only open of a photo's or thumbnail's file: in passthrough when it can
     /// be (see `HandleTable.addReader`).
     /// `mark`: `OpensAcrossSaves.mark`, taken before the photo was read.
-    func openedForReading(ino: UInt64, node: UInt64? = nil, _ file: FileDescriptor, keepCache: Bool,
+    func openedForReading(ino: UInt64, node: UInt64? = nil, _ file: FileDescriptor, keepCache: Bool, mayPassthrough: Bool = true,
                           name: @autoclosure () -> String, pid: Int32, since mark: OpensAcrossSaves.Mark) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
         // A file server opens by handle (open_by_handle_at), which the kernel does not look
         // up again after ESTALE: on a kernel inode the photo has left, it reads the
         // version the readers there hold, the one its size says. Nor can the kernel's
         // own retry after ESTALE get it again (`OpensAcrossSaves`).
-        // (Which process opens matters only where an open may be in passthrough.)
-        let passthrough = handles.passthroughEnabled
+        let passthrough = mayPassthrough && handles.passthroughEnabled
         let server = passthrough && FileServers.isServer(pid)
-        let shareOlder = (server && node != kernelNodes.node(of: ino)) || (passthrough && opensAcrossSaves.isRetry(pid, ino))
-        guard let open = handles.addReader(ino: ino, node: node, state: .readOnly(file), candidate: file,
-                                           mayStart: !server, shareOlder: shareOlder) else {
+        // Taken at every open, so that only the open right after the ESTALE counts as
+        // its retry (one that succeeds without asking leaves nothing behind).
+        let retry = opensAcrossSaves.isRetry(pid, ino)
+        var shareOlder = (server && node != kernelNodes.node(of: ino)) || (passthrough && retry)
+        let added: OpenFile?
+        if passthrough {
+            added = handles.addReader(ino: ino, node: node, candidate: file, mayStart: !server, shareOlder: shareOlder)
+            if let added, added.mode == .cached, case .readOnly(let bytes) = added.state, bytes !== file { shareOlder = true }
+        } else {
+            // Cached: every reader of a kernel inode reads one version (`addCachedReader`),
+            // as in passthrough; a kernel inode its file left (`movePastReaders`) reports
+            // that version's size (`kernelView`). An open of another version through it
+            // gets ESTALE and the kernel looks the name up again, unless it cannot (a
+            // file server's open by handle, the kernel's own retry): that open reads
+            // their version. One through a kernel inode left without readers reads the
+            // current version from no pages kept.
+            var reader = handles.addCachedReader(ino: ino, node: node, file: file, share: false)
+            if case .stale = reader, retry || FileServers.isServer(pid) {
+                reader = handles.addCachedReader(ino: ino, node: node, file: file, share: true)
+            }
+            switch reader {
+            case .added(let open, let shared):
+                added = open
+                shareOlder = shared || node != kernelNodes.node(of: ino)
+            case .stale:
+                added = nil
+            }
+        }
+        guard let open = added else {
             opensAcrossSaves.gotStale(pid, ino)
             throw openElsewhere(ino, from: node, name())
         }
@@ -402,14 +515,18 @@ extension FileSystem {
         // reads (a save met it, or it shares another version's): `fstat` asks again, and
         // a cached open starts without pages.
         let metASave = shareOlder || opensAcrossSaves.mayHaveMetASave(of: ino, since: mark)
+        // Or a save ended moments ago, whose old size a lookup may have left on this
+        // kernel inode (`OpensAcrossSaves.savedRecently`).
+        let sizeMayBeOld = metASave || opensAcrossSaves.savedRecently(ino)
+        if sizeMayBeOld { sendInvalidations([.node(node)]) }
         if metASave {
-            sendInvalidations([.node(node)])
-            // It may hold the version from before the save in passthrough on the photo's
-            // current kernel inode, where the next opens, after the save, would share it:
-            // the photo moves past it, as past any reader of an old version.
-            if case .passthrough = open.mode, node == kernelNodes.node(of: ino) { movePastReaders(ino) }
+            // It may hold the version from before the save on the photo's current kernel
+            // inode, where the next opens, after the save, would share it (its backing
+            // file in passthrough, its pages when cached): the photo moves past it, as
+            // past any reader of an old version.
+            if node == kernelNodes.node(of: ino), open.mode != .cached || !passthrough { movePastReaders(ino) }
         }
-        return Opened(handle: handles.handle(for: open), keepCache: keepCache && !metASave, readOnly: true, mode: open.mode)
+        return Opened(handle: handles.handle(for: open), keepCache: keepCache && !sizeMayBeOld, readOnly: true, mode: open.mode)
     }
 
     /// An open that the kernel would refuse on kernel inode `node`, held in passthrough by

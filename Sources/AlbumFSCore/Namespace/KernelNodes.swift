@@ -81,13 +81,15 @@ extension FileSystem {
     /// The inode number a node id from the kernel stands for.
     public static func inode(ofNodeID node: UInt64) -> UInt64 { KernelNodes.inode(of: node) }
 
-    /// A new version of `ino` landed: if its kernel inode is held in passthrough by
-    /// readers of the old one, the next lookups lead to a new kernel inode (the caller
-    /// drops the names, `afterChange` with the photo as it was), and the old one's
-    /// attributes are dropped (an NFS handle may still lead there).
+    /// A new version of `ino` landed: if readers of the old one hold its kernel inode,
+    /// in passthrough (whose backing file the kernel lets no other open change) or
+    /// cached (whose pages they fill with the old bytes, which the next opens would
+    /// read), the next lookups lead to a new kernel inode (the caller drops the names,
+    /// `afterChange` with the photo as it was), and the old one's attributes are dropped
+    /// (an NFS handle may still lead there; `kernelView` answers the readers' size).
     func movePastReaders(_ ino: UInt64) {
         let node = kernelNodes.node(of: ino)
-        guard handles.inPassthrough(node) else { return }
+        guard handles.inPassthrough(node) || handles.cachedReaderFile(on: node) != nil else { return }
         kernelNodes.advance(ino, from: node, inUse: handles.inUse)
         invalidate([.node(node)])
     }

@@ -63,12 +63,15 @@ extension FileSystem {
         let page = try pageReadAhead(ino, after: after, limit: limit)
             ?? library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
         // Photos a save's temporary file brought back from Recently Deleted moments ago:
-        // listed without attributes, so that the kernel keeps no name of theirs (`Found.keepName`).
-        let restored = saves.restoredAssets(in: ino)
-        guard !restored.isEmpty else { return page }
+        // listed without attributes, so that the kernel keeps no name of theirs
+        // (`Found.keepName`); and photos and thumbnails whose save is landing or just
+        // landed, whose size the kernel must not keep (`OpensAcrossSaves.savedRecently`).
+        let restored = saves.restoredAssets(in: ino), saved = opensAcrossSaves.inodesSavedRecently()
+        guard !restored.isEmpty || !saved.isEmpty else { return page }
         return page.map { entry in
-            restored.contains(Int64(entry.ino)) && entry.attributes?.kind == .file
-                ? DirectoryEntry(name: entry.name, ino: entry.ino, cookie: entry.cookie) : entry
+            guard entry.attributes?.kind == .file,
+                  restored.contains(Int64(entry.ino)) || saved.contains(entry.ino) else { return entry }
+            return DirectoryEntry(name: entry.name, ino: entry.ino, cookie: entry.cookie)
         }
     }
 

@@ -22,6 +22,9 @@ extension FileSystem {
         /// the photo saved at once, not to it (entry invalidations arrive after the
         /// rename has returned).
         public var keepName = true
+        /// Whether the kernel may keep its attributes: not a photo's or thumbnail's whose
+        /// save is landing or just landed (`OpensAcrossSaves.savedRecently`).
+        public var keepAttributes = true
     }
 
     /// Looks a name up in a folder. Names arrive as bytes: not UTF-8 is EILSEQ, over 255
@@ -73,6 +76,7 @@ extension FileSystem {
         }
         var found = Found(attributes: attributes, name: shownAs)
         if case .asset(let asset) = item, saves.restored(asset.id, in: parent) != nil { found.keepName = false }
+        if attributes.kind == .file, opensAcrossSaves.savedRecently(attributes.ino) { found.keepAttributes = false }
         return found
     }
 

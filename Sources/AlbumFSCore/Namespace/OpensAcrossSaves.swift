@@ -45,7 +45,13 @@ final class OpensAcrossSaves: Sendable {
         /// Threads whose open got `ESTALE` (`openElsewhere`), and of which inode: the
         /// kernel's one retry comes from the same thread.
         var retrying: [Int32: (ino: UInt64, at: Double)] = [:]
+        /// When the latest save of each inode ended, for `recent` seconds.
+        var endedAt: [UInt64: Double] = [:]
     }
+
+    /// How long after a save ended its inodes are not given to the kernel to keep
+    /// (`savedRecently`).
+    static let recent: Double = 1
 
     /// How many ended saves' inodes are remembered; an open across more saves than a
     /// quarter of that (of any photos) takes itself to have met one of its own.
@@ -66,8 +72,11 @@ final class OpensAcrossSaves: Sendable {
     /// That save is over: committed and the kernel told, or failed.
     func end(_ inos: [UInt64], begun: UInt64) {
         guard !inos.isEmpty else { return }
+        let now = monotonicSeconds()
         state.withLock { s in
+            if s.endedAt.count > 64 { s.endedAt = s.endedAt.filter { now - $0.value < Self.recent } }
             for ino in inos {
+                s.endedAt[ino] = now
                 let left = (s.landing[ino] ?? 1) - 1
                 s.landing[ino] = left > 0 ? left : nil
                 if s.ended.count < Self.remembered {
@@ -94,6 +103,36 @@ final class OpensAcrossSaves: Sendable {
             guard s.begun != mark.begun else { return false }
             if s.begun &- mark.begun > UInt64(Self.remembered / 4) { return true }
             return s.ended.contains { $0.ino == ino && $0.begun > mark.begun }
+        }
+    }
+
+    /// Whether a save of `ino` is landing, or ended less than `recent` seconds ago.
+    ///
+    /// The kernel keeps attributes from a reply unless an invalidation of the same kernel
+    /// inode came after the request began (`attr_version`); a kernel inode that a reply
+    /// creates has no such guard. A lookup or a listing that read a photo before a save's
+    /// commit, answered after the save moved the photo to a new kernel inode (or after
+    /// the kernel dropped the old one), or whose reply the kernel took in only after the
+    /// save's invalidation, leaves that kernel inode with the old version's size, for an
+    /// hour: a reader of the new bytes then gets them cut at that size (found with
+    /// thumbnails read beside saves, `PassthroughTests`). So such replies carry no
+    /// attributes for the kernel to keep, and an open in that time drops the ones its
+    /// kernel inode has.
+    func savedRecently(_ ino: UInt64) -> Bool {
+        state.withLock { s in
+            guard !s.endedAt.isEmpty || !s.landing.isEmpty else { return false }
+            if s.landing[ino] != nil { return true }
+            guard let at = s.endedAt[ino] else { return false }
+            return monotonicSeconds() - at < Self.recent
+        }
+    }
+
+    /// The inodes `savedRecently` holds for now (for a listing: one look for a page).
+    func inodesSavedRecently() -> Set<UInt64> {
+        state.withLock { s in
+            guard !s.endedAt.isEmpty || !s.landing.isEmpty else { return [] }
+            let now = monotonicSeconds()
+            return Set(s.landing.keys).union(s.endedAt.filter { now - $0.value < Self.recent }.keys)
         }
     }
 

@@ -52,6 +52,10 @@ extension FileSystem {
         switch ino & Node.tagMask {
         case Node.thumbnailTag, Node.sharedThumbnailTag:
             guard name == nil else { return false }  // not a folder: ENOTDIR at once
+            // Found made before, its photo unchanged since: no read of the photo's row.
+            if let found = thumbnailsFound.get(ino), thumbnails.cached(sha256: found.sha256, size: found.size) != nil {
+                return false
+            }
         case Node.thumbnailsDirTag, Node.sharedSizeTag:
             guard name != nil else { return false }  // the folder itself
         default:
@@ -71,7 +75,11 @@ extension FileSystem {
             case .sharedThumbnail(let entry)?: (asset, size) = (entry.asset, sharedSourceSize(large: entry.large))
             default: return false
             }
-            return thumbnails.cached(sha256: asset.sha256, size: size) == nil && !thumbnails.failed(sha256: asset.sha256, size: size)
+            if thumbnails.cached(sha256: asset.sha256, size: size) != nil {
+                if name == nil { thumbnailsFound.found(ino, sha256: asset.sha256, size: size) }
+                return false
+            }
+            return !thumbnails.failed(sha256: asset.sha256, size: size)
         } catch {
             return false  // the request itself says what is wrong, at once
         }
@@ -208,4 +216,29 @@ extension FileSystem {
     }
 
     static let prefetchLimit = 4096
+}
+
+/// Thumbnails a stat or an open found made, by thumbnail inode, with their photo's hash
+/// then: the next stat or open of one is answered in place without reading the photo's
+/// row first to learn whether it may wait (`mayWaitForThumbnail`; a viewer opening a
+/// folder's thumbnails again paid for that read on every one). Forgotten, all of them,
+/// whenever a photo's bytes change (`contentChanged`, which every new version, revert
+/// and other host's change goes through), since the hash kept would then be an old one:
+/// a stale entry would only let a request wait for a decoder on a FUSE thread, never
+/// answer wrongly (the request reads the photo itself).
+final class ThumbnailsFound: Sendable {
+    private let found = Locked([UInt64: (sha256: String, size: Int)]())
+    /// Beyond this many, they are all forgotten: a stat costs one read again.
+    static let limit = 65_536
+
+    func get(_ ino: UInt64) -> (sha256: String, size: Int)? { found.withLock { $0[ino] } }
+
+    func found(_ ino: UInt64, sha256: String, size: Int) {
+        found.withLock { found in
+            if found.count >= Self.limit { found.removeAll() }
+            found[ino] = (sha256, size)
+        }
+    }
+
+    func forgetAll() { found.withLock { $0.removeAll() } }
 }

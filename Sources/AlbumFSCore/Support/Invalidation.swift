@@ -128,6 +128,7 @@ extension FileSystem {
             changed.insert(UInt64(id))
             changed.insert(Node.thumbnail(asset: id).ino)
         }
+        thumbnailsFound.forgetAll()
     }
 
     /// Whether the kernel may keep its cached pages of `ino` at this open (false once

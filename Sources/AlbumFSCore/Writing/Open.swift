@@ -121,7 +121,8 @@ extension FileSystem {
                 try withThumbnail(of: asset, size: options.thumbnailSize) { try library.files.open($0.path, flags: O_RDONLY) }
             }
             guard let fd = opened else { throw thumbnailMissing(of: asset, "the thumbnail of \(asset.name)") }
-            return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), name: "thumbnail of \(asset.name)",
+            return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), mayPassthrough: false,
+                                        name: "thumbnail of \(asset.name)",
                                         pid: pid, since: mark)
         case .sharedThumbnail(let entry):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
