@@ -170,6 +170,16 @@ public final class CoreDriver: Driver {
         return (try resolve(parts.joined(separator: "/")), Array(name.utf8))
     }
 
+    /// As the kernel does: a call by path that gets ESTALE (the file moved to another
+    /// kernel inode, `KernelNodes`) looks the path up again and is made once more.
+    private func retryingStale<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error where FSError.errno(of: error) == ESTALE {
+            return try body()
+        }
+    }
+
     public func open(_ path: String, _ flags: Int32, mode: UInt32) throws -> Int {
         try attempt("open \(path)") {
             let opened: FileSystem.Opened
@@ -177,7 +187,7 @@ public final class CoreDriver: Driver {
             do {
                 ino = try resolve(path)
                 if flags & O_CREAT != 0 && flags & O_EXCL != 0 { throw FSError(EEXIST, path) }
-                opened = try fs.open(ino, flags: flags, pid: getpid())
+                opened = try retryingStale { try fs.open(ino, flags: flags, pid: getpid()) }
             } catch let error where flags & O_CREAT != 0 && FSError.errno(of: error) == ENOENT {
                 let (parent, name) = try parentAndName(path)
                 let (attributes, created) = try fs.create(parent: parent, name: name, mode: mode, flags: flags, pid: getpid())
@@ -226,7 +236,7 @@ public final class CoreDriver: Driver {
     }
 
     public func truncate(_ path: String, to size: Int64) throws {
-        _ = try attempt("truncate \(path)") { try fs.setattr(try resolve(path), .init(size: size)) }
+        _ = try attempt("truncate \(path)") { try retryingStale { try fs.setattr(try resolve(path), .init(size: size)) } }
     }
 
     public func fallocate(_ h: Int, mode: Int32, offset: Int64, length: Int64) throws {

@@ -169,6 +169,12 @@ final class HandleTable: Sendable {
     /// Whether kernel inode `node` is open in passthrough now.
     func inPassthrough(_ node: UInt64) -> Bool { table.withLock { $0.nodes[node]?.passthrough != nil } }
 
+    /// Whether readers of a version hold kernel inode `node`, in passthrough or cached
+    /// (`addCachedReader`): a change of the file's bytes is to be made on another one.
+    func heldByReaders(_ node: UInt64) -> Bool {
+        table.withLock { s in s.nodes[node].map { $0.passthrough != nil || $0.readers != nil } ?? false }
+    }
+
     /// The bytes that the cached read-only opens through kernel inode `node` read (a
     /// photo's blob, a thumbnail), if it has any: the version the kernel's pages of that
     /// inode are of. A scan, asked only when a new version lands, and of a kernel inode

@@ -89,7 +89,7 @@ extension FileSystem {
     /// (an NFS handle may still lead there; `kernelView` answers the readers' size).
     func movePastReaders(_ ino: UInt64) {
         let node = kernelNodes.node(of: ino)
-        guard handles.inPassthrough(node) || handles.cachedReaderFile(on: node) != nil else { return }
+        guard handles.heldByReaders(node) else { return }
         kernelNodes.advance(ino, from: node, inUse: handles.inUse)
         invalidate([.node(node)])
     }
@@ -128,6 +128,7 @@ extension FileSystem {
         guard file.node != kernelNodes.node(of: file.ino) else { return }
         switch file.mode {
         case .passthrough: guard !handles.inPassthrough(file.node) else { return }
+        case .cached where file.readsVersion: guard handles.cachedReaderFile(on: file.node) == nil else { return }
         case .cached: guard file.writes, !handles.writesThrough(file.node) else { return }
         }
         invalidate([.node(file.node)])

@@ -350,7 +350,7 @@ extension FileSystem {
         }
         guard known != ino else { return }
         invalidate([.attributes(known)])
-        if case .asset(let id) = target, handles.inPassthrough(kernelNodes.node(of: known)),
+        if case .asset(let id) = target, handles.heldByReaders(kernelNodes.node(of: known)),
            let asset = try? library.asset(id: id) {
             movePastReaders(known)
             forgetNames(of: asset)
@@ -518,13 +518,13 @@ extension FileSystem {
         case .asset(let asset):
             if let size = changes.size {
                 try Rules.writeInto(asset)
-                // truncate(2) by path of a photo that readers hold in passthrough: those
-                // keep the version they opened (and their kernel inode its size), so the
+                // truncate(2) by path of a photo that readers hold (in passthrough, or
+                // cached): those keep the version they opened (and their kernel inode its size), so the
                 // change is made on a new kernel inode, which the kernel looks up when
                 // truncate fails with ESTALE (do_sys_truncate retries once with
                 // LOOKUP_REVAL, as open does): `stat` then shows the new size.
                 let node = node ?? kernelNodes.node(of: ino)
-                if changes.handle == nil, handles.inPassthrough(node) {
+                if changes.handle == nil, handles.heldByReaders(node) {
                     throw openElsewhere(ino, from: node, asset.name, reserve: true)
                 }
                 let writer = writer(ofHandle: changes.handle) ?? writers.writer(forAsset: asset.id)
