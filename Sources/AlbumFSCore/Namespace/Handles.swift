@@ -177,8 +177,7 @@ final class HandleTable: Sendable {
 
     /// The bytes that the cached read-only opens through kernel inode `node` read (a
     /// photo's blob, a thumbnail), if it has any: the version the kernel's pages of that
-    /// inode are of. A scan, asked only when a new version lands, and of a kernel inode
-    /// that its file has left.
+    /// inode are of.
     func cachedReaderFile(on node: UInt64) -> FileDescriptor? {
         table.withLock { $0.nodes[node]?.readers?.file }
     }
