@@ -39,23 +39,22 @@ final class OpensAcrossSaves: Sendable {
         /// Inode numbers (photos, thumbnails) whose save has begun and whose kernel
         /// attributes may not be dropped yet.
         var landing: [UInt64: Int] = [:]
-        /// The latest saves that ended, by inode number and when they began (a ring).
-        var ended: [(ino: UInt64, begun: UInt64)] = []
-        var next = 0
+        /// Saves that ended, by inode number: the latest number begun among them, and
+        /// when the last one ended. Kept while `recent`, or while fewer than `across`
+        /// saves began since.
+        var ended: [UInt64: (begun: UInt64, at: Double)] = [:]
         /// Threads whose open got `ESTALE` (`openElsewhere`), and of which inode: the
         /// kernel's one retry comes from the same thread.
         var retrying: [Int32: (ino: UInt64, at: Double)] = [:]
-        /// When the latest save of each inode ended, for `recent` seconds.
-        var endedAt: [UInt64: Double] = [:]
     }
 
     /// How long after a save ended its inodes are not given to the kernel to keep
     /// (`savedRecently`).
     static let recent: Double = 1
 
-    /// How many ended saves' inodes are remembered; an open across more saves than a
-    /// quarter of that (of any photos) takes itself to have met one of its own.
-    private static let remembered = 512
+    /// An open across this many saves (of any photos) takes itself to have met one of
+    /// its own: the saves that ended before are forgotten once no longer `recent`.
+    private static let across: UInt64 = 128
 
     private let state = Locked(State())
 
@@ -74,17 +73,15 @@ final class OpensAcrossSaves: Sendable {
         guard !inos.isEmpty else { return }
         let now = monotonicSeconds()
         state.withLock { s in
-            if s.endedAt.count > 64 { s.endedAt = s.endedAt.filter { now - $0.value < Self.recent } }
+            if s.ended.count > 512 {
+                let latest = s.begun
+                s.ended = s.ended.filter { now - $0.value.at < Self.recent || latest &- $0.value.begun < Self.across }
+            }
             for ino in inos {
-                s.endedAt[ino] = now
                 let left = (s.landing[ino] ?? 1) - 1
                 s.landing[ino] = left > 0 ? left : nil
-                if s.ended.count < Self.remembered {
-                    s.ended.append((ino, begun))
-                } else {
-                    s.ended[s.next] = (ino, begun)
-                }
-                s.next = (s.next + 1) % Self.remembered
+                // Saves of one photo may end out of order: the latest begun counts.
+                s.ended[ino] = (max(s.ended[ino]?.begun ?? 0, begun), now)
             }
         }
     }
@@ -101,8 +98,8 @@ final class OpensAcrossSaves: Sendable {
         return state.withLock { s in
             if s.landing[ino] != nil { return true }
             guard s.begun != mark.begun else { return false }
-            if s.begun &- mark.begun > UInt64(Self.remembered / 4) { return true }
-            return s.ended.contains { $0.ino == ino && $0.begun > mark.begun }
+            if s.begun &- mark.begun >= Self.across { return true }
+            return (s.ended[ino]?.begun ?? 0) > mark.begun
         }
     }
 
@@ -120,9 +117,9 @@ final class OpensAcrossSaves: Sendable {
     /// kernel inode has.
     func savedRecently(_ ino: UInt64) -> Bool {
         state.withLock { s in
-            guard !s.endedAt.isEmpty || !s.landing.isEmpty else { return false }
+            guard !s.ended.isEmpty || !s.landing.isEmpty else { return false }
             if s.landing[ino] != nil { return true }
-            guard let at = s.endedAt[ino] else { return false }
+            guard let at = s.ended[ino]?.at else { return false }
             return monotonicSeconds() - at < Self.recent
         }
     }
@@ -130,9 +127,9 @@ final class OpensAcrossSaves: Sendable {
     /// The inodes `savedRecently` holds for now (for a listing: one look for a page).
     func inodesSavedRecently() -> Set<UInt64> {
         state.withLock { s in
-            guard !s.endedAt.isEmpty || !s.landing.isEmpty else { return [] }
+            guard !s.ended.isEmpty || !s.landing.isEmpty else { return [] }
             let now = monotonicSeconds()
-            return Set(s.landing.keys).union(s.endedAt.filter { now - $0.value < Self.recent }.keys)
+            return Set(s.landing.keys).union(s.ended.filter { now - $0.value.at < Self.recent }.keys)
         }
     }
 
