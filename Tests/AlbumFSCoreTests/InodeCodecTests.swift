@@ -74,8 +74,9 @@ final class InodeCodecTests: XCTestCase {
         }
     }
 
-    /// Node ids: a photo's or thumbnail's number with a generation (bits 48 to 55) stands
-    /// for that number; every other number is its own node id, whatever its bits.
+    /// Node ids: a photo's or thumbnail's number with a generation (bits 48 to 55), or a
+    /// shared thumbnail's (bits 52 to 55, above its size and entry bits), stands for that
+    /// number; every other number is its own node id, whatever its bits.
     func testNodeIDsStandForTheirNumbers() {
         for (node, number) in Self.nodes {
             XCTAssertEqual(FileSystem.inode(ofNodeID: number), number, "\(node)")
@@ -83,6 +84,10 @@ final class InodeCodecTests: XCTestCase {
             case .object, .thumbnail:
                 for generation: UInt64 in [1, 7, 255] {
                     XCTAssertEqual(FileSystem.inode(ofNodeID: number | generation << 48), number, "\(node) generation \(generation)")
+                }
+            case .sharedThumbnail:
+                for generation: UInt64 in [1, 7, 15] {
+                    XCTAssertEqual(FileSystem.inode(ofNodeID: number | generation << 52), number, "\(node) generation \(generation)")
                 }
             default:
                 break

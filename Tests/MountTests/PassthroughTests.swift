@@ -180,7 +180,7 @@ final class PassthroughTests: XCTestCase {
         let ino = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: mount.path("Albums/A/DSCN0010.jpg"))[.systemFileNumber] as? Int)
         let script = temp.sub("clients.py")
         try """
-        import mmap, os, sys, threading, time
+        import hashlib, mmap, os, struct, sys, threading, time, zlib
         root, samples = sys.argv[1], sys.argv[2]
         IN_PLACE, RENAMED = 'DSCN0010.jpg', 'DSCN0012.jpg'
         pools = {
@@ -212,6 +212,20 @@ final class PassthroughTests: XCTestCase {
             else:
                 failures.append('%s %s: %s' % (how, path, describe(name, got)))
 
+        def whole_png(b):
+            if b[:8] != b'\\x89PNG\\r\\n\\x1a\\n':
+                return False
+            at = 8
+            while at + 12 <= len(b):
+                length, kind = struct.unpack('>I4s', b[at:at + 8])
+                body = b[at + 4:at + 8 + length]
+                if len(body) != 4 + length or struct.unpack('>I', b[at + 8 + length:at + 12 + length])[0] != zlib.crc32(body):
+                    return False
+                at += 12 + length
+                if kind == b'IEND':
+                    return at == len(b)
+            return False
+
         def reader(name, use_mmap):
             while not done.is_set():
                 for path in paths(name):
@@ -232,6 +246,16 @@ final class PassthroughTests: XCTestCase {
                         failures.append('thumbnail of %s: not a whole JPEG' % name)
                 except OSError as e:
                     failures.append('thumbnail of %s: %s' % (name, e))
+                # The shared repository's PNG (named by the MD5 of its relative URI): whole,
+                # every chunk's CRC right, so that pages of two versions cannot pass.
+                try:
+                    png = hashlib.md5(('./' + name).encode()).hexdigest() + '.png'
+                    with open(os.path.join(root, 'Albums/A/.sh_thumbnails/large', png), 'rb') as f:
+                        shared = f.read()
+                    if name == RENAMED and not whole_png(shared):
+                        failures.append('shared thumbnail of %s: not a whole PNG (%d bytes)' % (name, len(shared)))
+                except OSError as e:
+                    failures.append('shared thumbnail of %s: %s' % (name, e))
 
         def saved(name, version):
             for path in paths(name):

@@ -8,8 +8,9 @@ import AlbumCore
 /// keep writers out, and keep a new version out of passthrough, for as long as one
 /// reader holds it. So a photo whose kernel inode is held by readers of its old bytes
 /// moves to a new kernel inode: the same inode number (`st_ino`, what every tool and
-/// NFS client sees) with a generation in bits 48 to 55, which the numbers of photos and
-/// thumbnails never use (`Node`). Its names are dropped from the kernel's cache everywhere, so paths lead to
+/// NFS client sees) with a generation in bits its kind of number never uses (`Node`):
+/// 48 to 55 for photos and thumbnails, 52 to 55 for shared thumbnails (whose bits 50
+/// and 51 say which one). Its names are dropped from the kernel's cache everywhere, so paths lead to
 /// the new kernel inode, while the readers keep reading the version they opened from the
 /// old one. It moves when a save lands while the old kernel inode is held
 /// (`movePastReaders`), or when an open finds it held (`openElsewhere`: ESTALE, and the
@@ -19,21 +20,39 @@ import AlbumCore
 /// generations live in memory. A node id of any generation still names its inode (an
 /// NFS file handle keeps working after an edit, and after a restart).
 final class KernelNodes: Sendable {
-    static let shift: UInt64 = 48
-    static let mask: UInt64 = 0xFF << shift
+    /// Where a number's generation goes in its node ids (nil: it never moves).
+    private struct Field {
+        let shift: UInt64
+        let count: UInt64
+        var mask: UInt64 { (count - 1) << shift }
+    }
+
+    private static func field(of ino: UInt64) -> Field? {
+        switch ino & Node.tagMask {
+        case 0, Node.thumbnailTag: return Field(shift: 48, count: 256)
+        case Node.sharedThumbnailTag: return Field(shift: 52, count: 16)
+        default: return nil
+        }
+    }
 
     private let generations = Locked([UInt64: UInt64]())
 
-    /// The inode number a node id stands for. Only photos (objects) and thumbnails have
-    /// generations; other numbers use these bits themselves.
+    /// The inode number a node id stands for. Only photos (objects), thumbnails and
+    /// shared thumbnails have generations; other numbers use these bits themselves.
     static func inode(of node: UInt64) -> UInt64 {
-        let tag = node & Node.tagMask
-        return tag == 0 || tag == Node.thumbnailTag ? node & ~mask : node
+        guard let field = field(of: node) else { return node }
+        return node & ~field.mask
+    }
+
+    /// The node id of `ino` at `generation`.
+    private static func node(_ ino: UInt64, _ generation: UInt64?) -> UInt64 {
+        guard let generation, let field = field(of: ino) else { return ino }
+        return ino | generation << field.shift
     }
 
     /// The node id that stands for `ino` now.
     func node(of ino: UInt64) -> UInt64 {
-        generations.withLock { $0.isEmpty ? ino : ino | ($0[ino] ?? 0) << Self.shift }
+        generations.withLock { $0.isEmpty ? ino : Self.node(ino, $0[ino]) }
     }
 
     /// Moves `ino` to a new node id, unless it already has moved past `node` (two opens
@@ -42,7 +61,7 @@ final class KernelNodes: Sendable {
     /// `then`: called with the new node id before anyone else can be given it.
     func advance(_ ino: UInt64, from node: UInt64, inUse: (UInt64) -> Bool, then: (UInt64) -> Void = { _ in }) {
         generations.withLock { g in
-            guard ino | (g[ino] ?? 0) << Self.shift == node else { return }
+            guard Self.node(ino, g[ino]) == node else { return }
             then(Self.next(ino, &g, inUse: inUse))
         }
     }
@@ -55,7 +74,7 @@ final class KernelNodes: Sendable {
     /// with `ESTALE`.
     func sendWriter(_ ino: UInt64, from node: UInt64, inUse: (UInt64) -> Bool, reserve: (UInt64) -> Bool) {
         generations.withLock { g in
-            let current = ino | (g[ino] ?? 0) << Self.shift
+            let current = Self.node(ino, g[ino])
             if current != node && reserve(current) { return }
             _ = reserve(Self.next(ino, &g, inUse: inUse))
         }
@@ -64,13 +83,14 @@ final class KernelNodes: Sendable {
     /// Moves `ino` to the next generation that no open file holds (`inUse`), so that the
     /// new kernel inode is a fresh one; returns its node id.
     private static func next(_ ino: UInt64, _ g: inout [UInt64: UInt64], inUse: (UInt64) -> Bool) -> UInt64 {
+        guard let field = field(of: ino) else { return ino }
         var generation = g[ino] ?? 0
-        for _ in 0..<255 {
-            generation = (generation + 1) & 0xFF
-            if !inUse(ino | generation << Self.shift) { break }
+        for _ in 1..<field.count {
+            generation = (generation + 1) % field.count
+            if !inUse(node(ino, generation)) { break }
         }
         g[ino] = generation
-        return ino | generation << Self.shift
+        return node(ino, generation)
     }
 }
 

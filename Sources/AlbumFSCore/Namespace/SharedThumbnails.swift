@@ -98,6 +98,15 @@ extension FileSystem {
     /// specification gives its folder.
     func sharedSourceSize(large: Bool) -> Int { max(options.thumbnailSize, large ? 256 : 128) }
 
+    /// The inode numbers of asset `id`'s shared thumbnails, at both sizes: the one the
+    /// views name by the asset, and one for each of its album entries (`entries`).
+    static func sharedThumbnailInodes(of id: Int64, entries: [Membership]) -> [UInt64] {
+        [false, true].flatMap { large in
+            [Node.sharedThumbnail(id: id, large: large, entry: false).ino]
+                + entries.map { Node.sharedThumbnail(id: $0.id, large: large, entry: true).ino }
+        }
+    }
+
     func sharedAttributes(_ entry: SharedEntry, _ file: Thumbnail) -> Attributes {
         fileAttributes(ino: Item.sharedThumbnail(entry).ino, permissions: thumbnailPermissions(of: entry.asset), size: file.size,
                        mtimeNs: file.mtimeNs, ctimeNs: file.mtimeNs)

@@ -77,12 +77,7 @@ extension FileSystem {
         if let before { collect(before, withNames: true) }
         // A shared thumbnail carries the photo's mtime: its attributes change with it.
         for a in [asset, before].compactMap({ $0 }) {
-            for large in [false, true] {
-                files.insert(Node.sharedThumbnail(id: a.id, large: large, entry: false).ino)
-                for membership in memberships(of: a.id) {
-                    files.insert(Node.sharedThumbnail(id: membership.id, large: large, entry: true).ino)
-                }
-            }
+            files.formUnion(Self.sharedThumbnailInodes(of: a.id, entries: memberships(of: a.id)))
         }
         return (inodes, files, names)
     }

@@ -211,7 +211,7 @@ extension FileSystem {
         var landed: Landed?
         // A new version's opens for reading may meet it from its commit until the kernel
         // has dropped the photo's attributes (`OpensAcrossSaves`).
-        var saving = Self.inodesASaveChanges(destiny)
+        var saving = inodesASaveChanges(destiny)
         var save = opensAcrossSaves.begin(saving)
         defer { opensAcrossSaves.end(saving, begun: save) }
         do {
@@ -228,7 +228,7 @@ extension FileSystem {
                     destiny = try decide()
                     if case .stayPlain(let refusal) = destiny { throw FSError(EAGAIN, refusal.reason) }
                     opensAcrossSaves.end(saving, begun: save)
-                    saving = Self.inodesASaveChanges(destiny)
+                    saving = inodesASaveChanges(destiny)
                     save = opensAcrossSaves.begin(saving)
                 }
             }
@@ -242,10 +242,10 @@ extension FileSystem {
             // start without the old pages, and on a kernel inode that no reader of the
             // old bytes holds, whose size the kernel asks again.
             contentChanged(landed.asset)
-            let photo = UInt64(landed.asset.id), thumbnail = Node.thumbnail(asset: landed.asset.id).ino
-            movePastReaders(photo)
-            movePastReaders(thumbnail)
-            invalidate([.attributes(photo), .attributes(thumbnail)])
+            // The photo, its thumbnail and its shared thumbnails (`inodesASaveChanges`).
+            let changed = Set(saving + [UInt64(landed.asset.id), Node.thumbnail(asset: landed.asset.id).ino]).sorted()
+            for ino in changed { movePastReaders(ino) }
+            invalidate(changed.map { .attributes($0) })
         }
         if let file = bytes.file, placement?.created == true { library.blobs.seal(bytes.sha256, descriptor: file.descriptor) }
         if case .version(_, let vacated?) = destiny { saves.settle(folder: folder.ino, name: vacated.name) }
@@ -276,10 +276,12 @@ extension FileSystem {
         return landed
     }
 
-    /// The photo and thumbnail whose bytes a landing of `destiny` changes.
-    static func inodesASaveChanges(_ destiny: Destiny) -> [UInt64] {
+    /// The files whose bytes a landing of `destiny` changes: the photo, its thumbnail and
+    /// its shared thumbnails (which carry its mtime).
+    func inodesASaveChanges(_ destiny: Destiny) -> [UInt64] {
         guard case .version(let photo, _) = destiny else { return [] }
-        return [UInt64(photo.id), Node.thumbnail(asset: photo.id).ino]
+        let entries = (try? library.read { try $0.memberships(ofAsset: photo.id) }) ?? []
+        return [UInt64(photo.id), Node.thumbnail(asset: photo.id).ino] + Self.sharedThumbnailInodes(of: photo.id, entries: entries)
     }
 
     /// A photo's next version, in the caller's transaction. With `vacated` (the photo

@@ -128,8 +128,11 @@ extension FileSystem {
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
             guard let file = try sharedThumbnailFile(entry) else { throw thumbnailMissing(of: entry.asset, "the shared thumbnail of \(entry.name)", size: sharedSourceSize(large: entry.large)) }
             let fd = try explained("shared thumbnail of \(entry.name) cannot be opened") { try library.files.open(file.path, flags: O_RDONLY) }
-            // One number, new bytes after a new version (its mtime is in them): no old pages.
-            return try opened(ino: ino, node: node, .readOnly(fd), keepCache: false, readOnly: true, name: entry.name)
+            // One number, new bytes after a new version (its mtime is in them): one version
+            // for the readers of a kernel inode, as for `.thumbnails`, and no pages kept
+            // from an open to the next (a save does not say when its PNG is made).
+            return try openedForReading(ino: ino, node: node, fd, keepCache: false, mayPassthrough: false,
+                                        name: "the shared thumbnail of \(entry.name)", pid: pid, since: mark)
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
