@@ -207,6 +207,7 @@ public final class FileSystem: Sendable {
         let now = nowNanoseconds()
         changedNs.withLock { $0 = max($0, now) }
         listingAhead.changed()
+        thumbnailsFound.forgetAll()
     }
 
     func checkWritable() throws {

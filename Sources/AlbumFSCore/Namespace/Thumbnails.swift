@@ -62,6 +62,7 @@ extension FileSystem {
             return false
         }
         do {
+            let mark = thumbnailsFound.mark()
             let item: Item?
             if let name {
                 let folder = try library.read { try self.folder(ino, in: $0) }
@@ -76,7 +77,7 @@ extension FileSystem {
             default: return false
             }
             if thumbnails.cached(sha256: asset.sha256, size: size) != nil {
-                if name == nil { thumbnailsFound.found(ino, sha256: asset.sha256, size: size) }
+                if name == nil { thumbnailsFound.found(ino, sha256: asset.sha256, size: size, since: mark) }
                 return false
             }
             return !thumbnails.failed(sha256: asset.sha256, size: size)
@@ -219,26 +220,42 @@ extension FileSystem {
 }
 
 /// Thumbnails a stat or an open found made, by thumbnail inode, with their photo's hash
-/// then: the next stat or open of one is answered in place without reading the photo's
-/// row first to learn whether it may wait (`mayWaitForThumbnail`; a viewer opening a
-/// folder's thumbnails again paid for that read on every one). Forgotten, all of them,
-/// whenever a photo's bytes change (`contentChanged`, which every new version, revert
-/// and other host's change goes through), since the hash kept would then be an old one:
-/// a stale entry would only let a request wait for a decoder on a FUSE thread, never
-/// answer wrongly (the request reads the photo itself).
+/// then, valid until the library next changes: the next stat or open of one is answered
+/// without reading the photo's row (a viewer opening a folder's thumbnails again paid
+/// for that read on every one, twice: to learn whether the request may wait,
+/// `mayWaitForThumbnail`, and in the open). Forgotten, all of them, at every change of
+/// the library (`FileSystem.touch`, which every change made here or by another host
+/// goes through, trashing and deleting a photo included) and of a photo's bytes
+/// (`contentChanged`); a row read before a change is not kept after it (`mark`).
 final class ThumbnailsFound: Sendable {
-    private let found = Locked([UInt64: (sha256: String, size: Int)]())
+    private struct State {
+        var found: [UInt64: (sha256: String, size: Int)] = [:]
+        /// Times they were all forgotten.
+        var forgotten: UInt64 = 0
+    }
+
+    private let state = Locked(State())
     /// Beyond this many, they are all forgotten: a stat costs one read again.
     static let limit = 65_536
 
-    func get(_ ino: UInt64) -> (sha256: String, size: Int)? { found.withLock { $0[ino] } }
+    func get(_ ino: UInt64) -> (sha256: String, size: Int)? { state.withLock { $0.found[ino] } }
 
-    func found(_ ino: UInt64, sha256: String, size: Int) {
-        found.withLock { found in
-            if found.count >= Self.limit { found.removeAll() }
-            found[ino] = (sha256, size)
+    /// Taken before the photo's row is read, for `found`.
+    func mark() -> UInt64 { state.withLock { $0.forgotten } }
+
+    /// Thumbnail `ino` of the photo whose hash a row read after `mark` said is made.
+    func found(_ ino: UInt64, sha256: String, size: Int, since mark: UInt64) {
+        state.withLock { s in
+            guard s.forgotten == mark else { return }
+            if s.found.count >= Self.limit { s.found.removeAll() }
+            s.found[ino] = (sha256, size)
         }
     }
 
-    func forgetAll() { found.withLock { $0.removeAll() } }
+    func forgetAll() {
+        state.withLock { s in
+            s.forgotten &+= 1
+            s.found.removeAll()
+        }
+    }
 }

@@ -34,11 +34,9 @@ extension FileSystem {
                 // Its shared thumbnails (in views, and in each album) carry its mtime and
                 // are made anew from new bytes: their attributes go too, as after a change
                 // made here (`touchedBy`).
-                for large in [false, true] { files.insert(Node.sharedThumbnail(id: id, large: large, entry: false).ino) }
-                for membership in (try? library.read({ try $0.memberships(ofAsset: id) })) ?? [] {
-                    entry(FixedInode.folder(ofAlbum: membership.albumID), membership.name)
-                    for large in [false, true] { files.insert(Node.sharedThumbnail(id: membership.id, large: large, entry: true).ino) }
-                }
+                let memberships = (try? library.read({ try $0.memberships(ofAsset: id) })) ?? []
+                files.formUnion(Self.sharedThumbnailInodes(of: id, entries: memberships))
+                for membership in memberships { entry(FixedInode.folder(ofAlbum: membership.albumID), membership.name) }
             case .membership(let asset, let before, let after):
                 files.insert(UInt64(asset))  // its link count
                 for side in [before, after].compactMap({ $0 }) { entry(FixedInode.folder(ofAlbum: side.folder), side.name) }

@@ -78,6 +78,7 @@ extension FileSystem {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         let node = node ?? kernelNodes.node(of: ino)
         let mark = opensAcrossSaves.mark(ino)  // before the photo is read: `OpensAcrossSaves`
+        if !writing, let made = try openMadeThumbnail(ino, node: node, pid: pid, since: mark) { return made }
         guard let item = try item(ino) else {
             // `/proc/PID/fd/N` of a plain file removed while open.
             if let reopened = try reopenUnlinked(ino, node: node, writing: writing) { return reopened }
@@ -136,6 +137,20 @@ extension FileSystem {
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
+    }
+
+    /// A thumbnail found made since the library last changed (`ThumbnailsFound`), opened
+    /// without reading its photo's row; nil when it is not one, or its file is gone (the
+    /// open then goes the whole way, and makes it again).
+    private func openMadeThumbnail(_ ino: UInt64, node: UInt64, pid: Int32, since mark: OpensAcrossSaves.Mark) throws -> Opened? {
+        guard ino & Node.tagMask == Node.thumbnailTag, let found = thumbnailsFound.get(ino),
+              let thumbnail = thumbnails.cached(sha256: found.sha256, size: found.size) else { return nil }
+        guard let fd = try? library.files.open(thumbnail.path, flags: O_RDONLY) else {
+            thumbnails.missing(sha256: found.sha256, size: found.size)
+            return nil
+        }
+        return try openedForReading(ino: ino, node: node, fd, keepCache: mayKeepCache(ino), mayPassthrough: false,
+                                    name: "thumbnail \(ino)", pid: pid, since: mark)
     }
 
     /// Opens a photo for writing: its next version, written to a private copy made at the
