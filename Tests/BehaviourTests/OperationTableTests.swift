@@ -50,6 +50,35 @@ struct OperationTableTests {
         try f.expectPKept()
     }
 
+    /// A photo deleted for good while a viewer has it and its thumbnail open: as for a
+    /// file removed while open on a disk, their handles keep reading the bytes they had,
+    /// and `fstat` says `st_nlink` 0 and their size. Before, `fstat` was ENOENT, and so
+    /// was a read the kernel checks the size for first (the thumbnail's, every read
+    /// without passthrough past what it had cached).
+    @Test(arguments: Kind.allCases)
+    func aPhotoDeletedForGoodWhileOpenKeepsItsBytesForItsHandles(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let photo = try f.fs.open("Albums/Trip/P.jpg", O_RDONLY, mode: 0)
+        // By a view: the album the test made hides its `.thumbnails/` from this process.
+        let thumbnail = try f.fs.open("All Photos/.thumbnails/P.jpg.jpg", O_RDONLY, mode: 0)
+        let thumb = try f.fs.read(thumbnail, count: 1 << 20, at: 0)
+        #expect(thumb.prefix(2) == [0xFF, 0xD8])
+        try f.fs.unlink("All Photos/P.jpg")
+        try f.fs.unlink("Smart Albums/Recently Deleted/P.jpg")
+        #expect(!f.fs.exists("Albums/Trip/P.jpg"))
+        #expect(!f.fs.exists("All Photos/.thumbnails/P.jpg.jpg"))
+        for (handle, bytes) in [(photo, Fixture.photoP), (thumbnail, thumb)] {
+            let st = try f.fs.fstat(handle)
+            #expect(st.nlink == 0)
+            #expect(st.size == Int64(bytes.count))
+            #expect(try f.fs.read(handle, count: 1 << 20, at: 0) == bytes)
+        }
+        try f.fs.close(photo)
+        try f.fs.close(thumbnail)
+        #expect(try f.assetCount() == 0)
+        #expect(!f.fs.exists("Albums/Trip/P.jpg"))
+    }
+
     /// A photo renamed to a name that stays plain while open for writing hands its
     /// handles to the file the name becomes; removed then, that file keeps its bytes for
     /// them as any file removed while open does. Seed 3045 of the plain-directory oracle

@@ -260,14 +260,22 @@ extension FileSystem {
     /// either before, and its handles keep the bytes they had open (`handsKeep`), or
     /// after, and finds no photo (`openForWriting`). Before, such a handle's next write
     /// found no photo to copy: EIO.
+    /// Handles that read the photo or its thumbnail keep working as a removed file's do
+    /// (`keepAttributesIfHeld`).
     func whileLeaving<R>(_ asset: Asset, _ change: () throws -> R) rethrows -> R {
         let writer = writers.writer(forAsset: asset.id)
         defer { forgetIfIdle(writer) }
         return try writer.io {
             let version = versionForHandles(writer, of: asset)
-            let result = try change()
-            handsKeep(version, writer)
-            return result
+            let kept = keepAttributesIfHeld(asset)
+            do {
+                let result = try change()
+                handsKeep(version, writer)
+                return result
+            } catch {
+                kept.forEach { unlinkedOpen.forget($0) }
+                throw error
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 import AlbumCore
 import Glibc
 
-/// Plain files removed while open (`rm`, or renamed over), as on any disk: their open
+/// Files removed while open, as on any disk: plain files (`rm`, or renamed over), and
+/// photos deleted for good with their thumbnails (`keepAttributesIfHeld`). Their open
 /// handles keep reading and writing the bytes they had, `fstat` works and says
 /// `st_nlink` 0, and the bytes go with the last close. Python's
 /// `tempfile.TemporaryFile` (mkstemp, then unlink, where `O_TMPFILE` is not offered),
@@ -38,6 +39,28 @@ extension FileSystem {
         let ino = UInt64(file.id)
         guard isHeldOpen(ino), let a = try? attributes(of: file) else { return }
         unlinkedOpen.record(a)
+    }
+
+    /// Photo `asset` is about to leave the library (deleted for good): the photo and its
+    /// thumbnail, where handles hold them, keep their attributes for those handles, as a
+    /// plain file removed while open does (`fstat` says `st_nlink` 0, and a read past
+    /// what the kernel has cached, which makes the kernel ask the size first, still
+    /// reads). Before, both were ENOENT: a video player without passthrough lost its
+    /// video at the next read. Taken while the row is there; returns the numbers kept,
+    /// for the caller to forget if the photo stays after all.
+    func keepAttributesIfHeld(_ asset: Asset) -> [UInt64] {
+        var kept: [Attributes] = []
+        if handles.isOpen(UInt64(asset.id)) { kept.append(attributes(of: asset)) }
+        let thumbnail = Node.thumbnail(asset: asset.id).ino
+        if handles.isOpen(thumbnail) {
+            kept.append(fileAttributes(ino: thumbnail, permissions: thumbnailPermissions(of: asset), size: 0,
+                                       mtimeNs: asset.mtimeNanoseconds, ctimeNs: asset.changedNs))
+        }
+        // Their sizes and times are those of the bytes the handles hold (`unlinkedAttributes`).
+        return kept.filter { unlinkedOpen.attributes($0.ino) == nil }.map { a in
+            unlinkedOpen.record(a)
+            return a.ino
+        }
     }
 
     /// Whether a handle holds plain file `ino`'s bytes: one opened through its number,
