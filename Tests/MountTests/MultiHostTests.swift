@@ -217,6 +217,31 @@ final class MultiHostTests: XCTestCase {
         try expectNothingWrittenCameBackThenCheck()
     }
 
+    /// A photo deleted for good through host b while a viewer reads it and its thumbnail
+    /// through host a: as on a disk, `fstat` through a's handles says `st_nlink` 0 and
+    /// their size, and they read to the end (before, both were ENOENT once a heard of it).
+    func testAPhotoDeletedThroughOneHostWhileReadThroughTheOtherKeepsItsBytesForItsReaders() throws {
+        try copyPThroughAAndSeeItThroughB()
+        let photo = try Array(Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg")))
+        let thumbnailPath = a.mountpoint + "/All Photos/.thumbnails/P.jpg.jpg"
+        let thumbnail = try Array(Data(contentsOf: URL(fileURLWithPath: thumbnailPath)))
+        let held = [(open(a.mountpoint + "/All Photos/P.jpg", O_RDONLY), photo), (open(thumbnailPath, O_RDONLY), thumbnail)]
+        for (fd, _) in held { XCTAssertGreaterThanOrEqual(fd, 0, String(cString: strerror(errno))) }
+        try deletePForGoodThroughB()
+        waitFor("P.jpg gone through a") { !exists(a.mountpoint + "/All Photos/P.jpg") }
+        for (fd, bytes) in held {
+            var st = stat()
+            XCTAssertEqual(fstat(fd, &st), 0, String(cString: strerror(errno)))
+            XCTAssertEqual(st.st_nlink, 0)
+            XCTAssertEqual(Int(st.st_size), bytes.count)
+            var read = [UInt8](repeating: 0, count: bytes.count + 10)
+            XCTAssertEqual(pread(fd, &read, read.count, 0), bytes.count, String(cString: strerror(errno)))
+            XCTAssertTrue(read.prefix(bytes.count).elementsEqual(bytes))
+            XCTAssertEqual(close(fd), 0, String(cString: strerror(errno)))
+        }
+        try expectNothingWrittenCameBackThenCheck()
+    }
+
     /// The same once a close of the process's had saved a version: a second handle it
     /// holds writes on into that version (until 2026-12-05 its write failed with EBADF,
     /// a gap docs/scale.md listed), `fstat` and reads through it show what it wrote, and

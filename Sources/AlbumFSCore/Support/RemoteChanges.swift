@@ -19,6 +19,8 @@ extension FileSystem {
         for change in changes {
             switch change {
             case .asset(let id, let before, let after, let bytesChanged):
+                // Deleted for good: before the kernel is told, which asks this daemon again.
+                if after == nil { keepAttributesIfHeld(gone: id) }
                 files.insert(UInt64(id))
                 files.insert(Node.thumbnail(asset: id).ino)
                 if bytesChanged { contentChanged(asset: id) }

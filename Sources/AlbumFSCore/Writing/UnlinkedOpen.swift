@@ -63,6 +63,19 @@ extension FileSystem {
         }
     }
 
+    /// Photo `id` left the library through another host (deleted for good; its row is
+    /// gone): the photo and its thumbnail, where handles here read them, keep attributes
+    /// for those handles as `keepAttributesIfHeld` keeps them (a new file's mode; size and
+    /// times are those of the bytes the handles hold). Handles open for writing are
+    /// handed the version they showed at their next write (`versionShown`).
+    func keepAttributesIfHeld(gone id: Int64) {
+        let now = nowNanoseconds()
+        for (ino, mode) in [(UInt64(id), Self.defaultFileMode), (Node.thumbnail(asset: id).ino, 0o444 & Self.defaultFileMode)]
+        where writers.get(ino) == nil && handles.isOpen(ino) && unlinkedOpen.attributes(ino) == nil {
+            unlinkedOpen.record(fileAttributes(ino: ino, permissions: mode, size: 0, mtimeNs: now, ctimeNs: now))
+        }
+    }
+
     /// Whether a handle holds plain file `ino`'s bytes: one opened through its number,
     /// or one a rename handed them to (a photo renamed to a name that stays plain while
     /// open for writing: its handles are on the photo's number, their writer this
