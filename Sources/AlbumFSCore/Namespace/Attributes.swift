@@ -77,7 +77,7 @@ extension FileSystem {
         while true {
             guard let item = try item(ino) else {
                 // A plain file removed while open is still there for its handles (fstat).
-                if let a = unlinkedAttributes(ino) { return a }
+                if let a = unlinkedAttributes(ino, node: node) { return a }
                 throw FSError.noEntry("inode \(ino)")
             }
             do {

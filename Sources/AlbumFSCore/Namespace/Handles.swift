@@ -379,9 +379,9 @@ final class HandleTable: Sendable {
     }
 
     /// The bytes an open handle of inode `ino` reads: its writer's, or a reader's own.
-    func descriptor(of ino: UInt64) -> FileDescriptor? {
+    func descriptor(of ino: UInt64, preferring node: UInt64? = nil) -> FileDescriptor? {
         let open = table.withLock { s in s.files.values.filter { $0.ino == ino } }
-        for file in open {
+        for file in open.filter({ $0.node == node }) + open.filter({ $0.node != node }) {
             switch file.state {
             case .writer(let writer): if let fd = writer.readable().0 { return fd }
             case .readOnly(let fd): return fd
@@ -553,6 +553,7 @@ extension FileSystem {
         if let item = try? existing(ino) {
             switch item {
             case .asset(let asset), .thumbnail(let asset): forgetNames(of: asset)
+            case .sharedThumbnail(let entry): forgetNames(of: entry.asset)
             default: break
             }
         }

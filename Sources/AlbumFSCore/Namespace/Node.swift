@@ -18,7 +18,7 @@ import AlbumCore
 ///
 /// The kernel's node ids are these numbers, but for photos and thumbnails whose kernel
 /// inode was left to readers of an older version: those carry a generation in bits 48
-/// to 55 (`KernelNodes`).
+/// to 55, and shared thumbnails in bits 52 to 55 (`KernelNodes`).
 public enum Node: Hashable, Sendable {
     case root
     case albumsRoot

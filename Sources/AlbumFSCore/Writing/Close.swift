@@ -267,9 +267,11 @@ extension FileSystem {
         defer { forgetIfIdle(writer) }
         return try writer.io {
             let version = versionForHandles(writer, of: asset)
-            let kept = keepAttributesIfHeld(asset)
+            let kept = keepAttributesIfHeld(asset, writer: writer)
             do {
                 let result = try change()
+                // Before `afterChange`: no open of its thumbnails by the hash kept.
+                thumbnailsFound.forgetAll()
                 handsKeep(version, writer)
                 return result
             } catch {

@@ -13,18 +13,29 @@ import Glibc
 /// and the attributes the file had, kept here by inode number until its last release.
 /// Such bytes never become a photo (`Writer.Phase.removed`).
 final class UnlinkedOpenFiles: Sendable {
-    private let table = Locked<[UInt64: Attributes]>([:])
-
-    func record(_ attributes: Attributes) {
-        var a = attributes
-        a.nlink = 0
-        table.withLock { $0[a.ino] = a }
+    private struct Kept {
+        var attributes: Attributes
+        /// The handles hold the file's own bytes (a plain file's, a writer's copy), whose
+        /// length and times are the file's. False for a photo's version and thumbnails,
+        /// files the library shares and never changes through a handle: their mtime is
+        /// kept here.
+        let ownBytes: Bool
     }
 
-    func attributes(_ ino: UInt64) -> Attributes? { table.withLock { $0[ino] } }
+    private let table = Locked<[UInt64: Kept]>([:])
+
+    func record(_ attributes: Attributes, ownBytes: Bool = true) {
+        var a = attributes
+        a.nlink = 0
+        table.withLock { $0[a.ino] = Kept(attributes: a, ownBytes: ownBytes) }
+    }
+
+    func attributes(_ ino: UInt64) -> Attributes? { table.withLock { $0[ino]?.attributes } }
+
+    func ownsBytes(_ ino: UInt64) -> Bool { table.withLock { $0[ino]?.ownBytes ?? false } }
 
     func update(_ ino: UInt64, _ change: (inout Attributes) -> Void) {
-        table.withLock { t in if var a = t[ino] { change(&a); t[ino] = a } }
+        table.withLock { t in if var kept = t[ino] { change(&kept.attributes); t[ino] = kept } }
     }
 
     func forget(_ ino: UInt64) { table.withLock { _ = $0.removeValue(forKey: ino) } }
@@ -41,39 +52,48 @@ extension FileSystem {
         unlinkedOpen.record(a)
     }
 
-    /// Photo `asset` is about to leave the library (deleted for good): the photo and its
-    /// thumbnail, where handles hold them, keep their attributes for those handles, as a
-    /// plain file removed while open does (`fstat` says `st_nlink` 0, and a read past
-    /// what the kernel has cached, which makes the kernel ask the size first, still
-    /// reads). Before, both were ENOENT: a video player without passthrough lost its
-    /// video at the next read. Taken while the row is there; returns the numbers kept,
-    /// for the caller to forget if the photo stays after all.
-    func keepAttributesIfHeld(_ asset: Asset) -> [UInt64] {
-        var kept: [Attributes] = []
-        if handles.isOpen(UInt64(asset.id)) { kept.append(attributes(of: asset)) }
-        let thumbnail = Node.thumbnail(asset: asset.id).ino
-        if handles.isOpen(thumbnail) {
-            kept.append(fileAttributes(ino: thumbnail, permissions: thumbnailPermissions(of: asset), size: 0,
-                                       mtimeNs: asset.mtimeNanoseconds, ctimeNs: asset.changedNs))
+    /// Photo `asset` is about to leave the library (deleted for good): the photo, its
+    /// thumbnail and its shared thumbnails, where handles read them, keep their
+    /// attributes for those handles, as a plain file removed while open does (`fstat`
+    /// says `st_nlink` 0, and a read past what the kernel has cached, which makes the
+    /// kernel ask the size first, still reads). Before, both were ENOENT: a video player
+    /// without passthrough lost its video at the next read. A photo open for writing
+    /// (`writer` has handles) is left to `handsKeep`, as before. Taken while the row is
+    /// there; returns the numbers kept, for the caller to forget if the photo stays.
+    func keepAttributesIfHeld(_ asset: Asset, writer: Writer) -> [UInt64] {
+        let entries = (try? library.read { try $0.memberships(ofAsset: asset.id) }) ?? []
+        let thumbnails = [Node.thumbnail(asset: asset.id).ino] + Self.sharedThumbnailInodes(of: asset.id, entries: entries)
+        var kept = thumbnails.map {
+            fileAttributes(ino: $0, permissions: thumbnailPermissions(of: asset), size: 0, mtimeNs: asset.mtimeNanoseconds,
+                           ctimeNs: asset.changedNs)
         }
-        // Their sizes and times are those of the bytes the handles hold (`unlinkedAttributes`).
-        return kept.filter { unlinkedOpen.attributes($0.ino) == nil }.map { a in
-            unlinkedOpen.record(a)
-            return a.ino
-        }
+        if handles.nodes(of: writer).isEmpty { kept.append(attributes(of: asset)) }
+        return keepForReaders(kept)
     }
 
     /// Photo `id` left the library through another host (deleted for good; its row is
-    /// gone): the photo and its thumbnail, where handles here read them, keep attributes
-    /// for those handles as `keepAttributesIfHeld` keeps them (a new file's mode; size and
-    /// times are those of the bytes the handles hold). Handles open for writing are
-    /// handed the version they showed at their next write (`versionShown`).
+    /// gone): the same for its readers here, when the notification comes (a new file's
+    /// mode and the time it came; their size is that of the bytes they hold). Its
+    /// shared thumbnails in views only: its album entries are gone too. Handles open for
+    /// writing are handed the version they showed at their next write (`versionShown`).
     func keepAttributesIfHeld(gone id: Int64) {
         let now = nowNanoseconds()
-        for (ino, mode) in [(UInt64(id), Self.defaultFileMode), (Node.thumbnail(asset: id).ino, 0o444 & Self.defaultFileMode)]
-        where writers.get(ino) == nil && handles.isOpen(ino) && unlinkedOpen.attributes(ino) == nil {
-            unlinkedOpen.record(fileAttributes(ino: ino, permissions: mode, size: 0, mtimeNs: now, ctimeNs: now))
+        let thumbnails = [Node.thumbnail(asset: id).ino] + Self.sharedThumbnailInodes(of: id, entries: [])
+        let kept = thumbnails.map { fileAttributes(ino: $0, permissions: 0o444 & Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now) }
+        _ = keepForReaders(kept + (writers.get(UInt64(id)) == nil
+            ? [fileAttributes(ino: UInt64(id), permissions: Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now)] : []))
+    }
+
+    /// Records those of `attributes` whose file a handle holds and that have no record
+    /// yet; returns their numbers. A last handle released meanwhile finds the record, or
+    /// leaves it to the second look here.
+    private func keepForReaders(_ attributes: [Attributes]) -> [UInt64] {
+        var kept: [UInt64] = []
+        for a in attributes where unlinkedOpen.attributes(a.ino) == nil && handles.isOpen(a.ino) {
+            unlinkedOpen.record(a, ownBytes: false)
+            if handles.isOpen(a.ino) { kept.append(a.ino) } else { unlinkedOpen.forget(a.ino) }
         }
+        return kept
     }
 
     /// Whether a handle holds plain file `ino`'s bytes: one opened through its number,
@@ -84,21 +104,26 @@ extension FileSystem {
         handles.isOpen(ino) || writers.get(ino).map { !handles.nodes(of: $0).isEmpty } == true
     }
 
-    /// The bytes that open handles of `ino` hold: its writer's, or a reader's own.
-    private func heldBytes(_ ino: UInt64) -> FileDescriptor? {
-        writers.get(ino)?.readable().0 ?? handles.descriptor(of: ino)
+    /// The bytes that open handles of `ino` hold: its writer's, or a reader's own (one
+    /// opened through kernel inode `node` first: readers of two versions of a photo are
+    /// on two kernel inodes, each told the size of its own).
+    private func heldBytes(_ ino: UInt64, node: UInt64? = nil) -> FileDescriptor? {
+        writers.get(ino)?.readable().0 ?? handles.descriptor(of: ino, preferring: node)
     }
 
-    /// The attributes of a file removed while open, its size and times as its bytes are
-    /// now; nil when `ino` is no such file.
-    func unlinkedAttributes(_ ino: UInt64) -> Attributes? {
+    /// The attributes of a file removed while open, as kernel inode `node` is to have
+    /// them: its size (and, for its own bytes, its times) as its bytes are now; nil when
+    /// `ino` is no such file.
+    func unlinkedAttributes(_ ino: UInt64, node: UInt64? = nil) -> Attributes? {
         guard var a = unlinkedOpen.attributes(ino) else { return nil }
-        if let fd = heldBytes(ino), let st = try? fd.status() {
+        if let fd = heldBytes(ino, node: node), let st = try? fd.status() {
             a.size = Int64(st.st_size)
             a.blocks = Int64(st.st_blocks)
-            a.mtimeNs = st.modificationNanoseconds
-            a.atimeNs = a.mtimeNs
-            a.ctimeNs = max(a.ctimeNs, st.changeNanoseconds)
+            if unlinkedOpen.ownsBytes(ino) {
+                a.mtimeNs = st.modificationNanoseconds
+                a.atimeNs = a.mtimeNs
+                a.ctimeNs = max(a.ctimeNs, st.changeNanoseconds)
+            }
         }
         return a
     }
@@ -111,8 +136,13 @@ extension FileSystem {
             guard let writer = writers.get(ino) else { throw FSError(EBADF, "inode \(ino) was removed and is open for reading only", logged: false) }
             try truncate(writer, to: size)
         }
-        if let mtime = changes.mtimeNs, let fd = heldBytes(ino) {
-            try explained("cannot set the mtime of inode \(ino)") { try fd.setModificationTime(nanoseconds: mtime) }
+        if let mtime = changes.mtimeNs {
+            if !unlinkedOpen.ownsBytes(ino) {
+                // A photo's version or a thumbnail: a file the library shares, never touched.
+                unlinkedOpen.update(ino) { $0.mtimeNs = mtime }
+            } else if let fd = heldBytes(ino) {
+                try explained("cannot set the mtime of inode \(ino)") { try fd.setModificationTime(nanoseconds: mtime) }
+            }
         }
         if let mode = changes.mode { unlinkedOpen.update(ino) { $0.permissions = mode & 0o1777 & ~options.umask } }
         return unlinkedAttributes(ino)
@@ -134,7 +164,13 @@ extension FileSystem {
         // a CI-like run of `LoadTests.testProcessesRacingOnPlainFilesEndAsOnADisk`.
         guard isHeldOpen(ino) else { return nil }
         if writing { throw FSError(EACCES, "inode \(ino) was removed while open for reading only", logged: false) }
-        guard let fd = handles.descriptor(of: ino) else { return nil }
+        guard let fd = handles.descriptor(of: ino, preferring: node) else { return nil }
+        if !unlinkedOpen.ownsBytes(ino) {
+            // A photo's version (in passthrough where its readers are) or a thumbnail:
+            // the readers' rule of one version per kernel inode.
+            return try openedForReading(ino: ino, node: node, fd, keepCache: false, mayPassthrough: ino & Node.tagMask == 0,
+                                        name: "inode \(ino)", pid: 0, since: opensAcrossSaves.mark(ino))
+        }
         return try opened(ino: ino, node: node, .readOnly(fd), keepCache: false, readOnly: true, name: "inode \(ino)")
     }
 
