@@ -332,6 +332,9 @@ final class HandleTable: Sendable {
     /// is removed, and of files removed while open).
     func isOpen(_ ino: UInt64) -> Bool { table.withLock { s in s.files.values.contains { $0.ino == ino } } }
 
+    /// The inode numbers open handles have (one scan).
+    func openInodes() -> Set<UInt64> { table.withLock { s in Set(s.files.values.map(\.ino)) } }
+
     /// The kernel inodes that `writer`'s handles were opened through (a scan: asked when a
     /// rename hands those handles to another file).
     func nodes(of writer: Writer) -> Set<UInt64> {

@@ -61,14 +61,19 @@ extension FileSystem {
     /// (`writer` has handles) is left to `handsKeep`, as before. Taken while the row is
     /// there; returns the numbers kept, for the caller to forget if the photo stays.
     func keepAttributesIfHeld(_ asset: Asset, writer: Writer) -> [UInt64] {
-        let entries = (try? library.read { try $0.memberships(ofAsset: asset.id) }) ?? []
+        // Deleting for good is often many photos in a row (the trash emptied): no query
+        // for album entries unless a shared thumbnail is open at all.
+        let open = handles.openInodes()
+        guard !open.isEmpty else { return [] }
+        let entries = open.contains(where: { $0 & Node.tagMask == Node.sharedThumbnailTag })
+            ? (try? library.read { try $0.memberships(ofAsset: asset.id) }) ?? [] : []
         let thumbnails = [Node.thumbnail(asset: asset.id).ino] + Self.sharedThumbnailInodes(of: asset.id, entries: entries)
         var kept = thumbnails.map {
             fileAttributes(ino: $0, permissions: thumbnailPermissions(of: asset), size: 0, mtimeNs: asset.mtimeNanoseconds,
                            ctimeNs: asset.changedNs)
         }
         if handles.nodes(of: writer).isEmpty { kept.append(attributes(of: asset)) }
-        return keepForReaders(kept)
+        return keepForReaders(kept.filter { open.contains($0.ino) })
     }
 
     /// Photo `id` left the library through another host (deleted for good; its row is
