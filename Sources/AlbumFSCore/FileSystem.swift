@@ -73,6 +73,8 @@ public final class FileSystem: Sendable {
     private let changeListener = Locked<ChangeListener?>(nil)
     /// Set when the core stops: background work started before ends at its next step.
     let stopped = Locked(false)
+    /// Background work under way (thumbnails made ahead), which `stop()` waits for.
+    let backgroundWork = DispatchGroup()
 
     /// `decoder`: where metadata and thumbnails are decoded (the mount gives worker
     /// processes; tests and tools may decode in process).
@@ -136,6 +138,17 @@ public final class FileSystem: Sendable {
         timer.setEventHandler { [weak self] in self?.tick() }
         schedule.withLock { $0?.cancel(); $0 = timer }
         timer.resume()
+    }
+
+    /// Stops the schedule and waits for the background work it or a listing started to
+    /// end (each ends at its next step): whoever removes the library's folder next (the
+    /// in-process tests) finds nothing written into it afterwards. A thumbnail made in
+    /// the background held the core alive past the tests' teardown and wrote into the
+    /// folder being removed, which stayed behind half removed.
+    public func stop() {
+        stopSchedule()
+        backgroundWork.wait()
+        listingAhead.settle()
     }
 
     public func stopSchedule() {

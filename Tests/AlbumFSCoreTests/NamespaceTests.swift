@@ -32,9 +32,13 @@ final class NamespaceTests: XCTestCase {
     }
 
     override func tearDown() {
+        fs?.stop()
         fs = nil
         library = nil
         temp.remove()
+        // Background work the core started (thumbnails made ahead) must have ended with
+        // `stop()`: one still writing leaves the library half removed.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: temp.path), "\(temp.path) was not removed whole")
     }
 
     func lookup(_ path: String) throws -> Attributes {
@@ -73,6 +77,7 @@ final class NamespaceTests: XCTestCase {
         XCTAssertEqual(try names("Albums/Trips/Tuscany 2008/.thumbnails"), [".", "..", "DSCN0010.jpg.jpg", "DSCN0012.jpg.jpg", "DSCN0021.jpg.jpg"])
         var options = MountOptions()
         options.listThumbnails = true
+        fs.stop()
         fs = FileSystem(library: library, options: options)
         XCTAssertEqual(try names("Albums/Trips/Tuscany 2008"), [".", "..", ".thumbnails", ".sh_thumbnails", "DSCN0010.jpg", "DSCN0012.jpg", "DSCN0021.jpg"])
     }
@@ -98,6 +103,7 @@ final class NamespaceTests: XCTestCase {
                      "All Photos", "By Date/2008/2008-10/2008-10-22", "Smart Albums/Videos",
                      "Albums/Trips/Tuscany 2008/.thumbnails", "By Date/2008/2008-10/2008-10-22/.thumbnails"]
         let before = try paths.map { try lookup($0).ino }
+        fs.stop()
         fs = nil
         library = nil
         library = try Library.open(at: temp.sub("lib"), access: .exclusive)

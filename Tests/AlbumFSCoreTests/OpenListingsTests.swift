@@ -31,9 +31,13 @@ final class OpenListingsTests: XCTestCase {
     }
 
     override func tearDown() {
+        fs?.stop()
         fs = nil
         library = nil
         temp.remove()
+        // Background work the core started (thumbnails made ahead) must have ended with
+        // `stop()`: one still writing leaves the library half removed.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: temp.path), "\(temp.path) was not removed whole")
     }
 
     /// Reads `listing` of `folder` to its end, a page of one entry at a time; returns the

@@ -362,7 +362,7 @@ public final class CoreDriver: Driver {
     public func stop() {
         for (_, (_, handle, _)) in handles { fs.release(handle: handle) }
         handles.removeAll()
-        fs.stopSchedule()
+        fs.stop()
     }
 }
 

@@ -174,7 +174,9 @@ extension FileSystem {
         let size = options.thumbnailSize, prefetch = self.prefetch
         let foreground = thumbnails, background = backgroundThumbnails
         let lanes = min(urgent.count, decoder.lanes)
-        DispatchQueue.global(qos: .utility).async { [weak self] in
+        backgroundWork.enter()
+        DispatchQueue.global(qos: .utility).async { [weak self, backgroundWork] in
+            defer { backgroundWork.leave() }
             guard let fs = self else { return }
             @Sendable func make(_ asset: Asset, with cache: ThumbnailCache) {
                 if fs.stopped.withLock({ $0 }) { return }
