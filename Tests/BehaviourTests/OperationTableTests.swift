@@ -89,6 +89,56 @@ struct OperationTableTests {
         #expect(try f.fs.stat("Albums/Trip/Q.jpg").mtimeNs != mtime)
     }
 
+    /// The same with a handle open for writing beside the readers (an editor holding the
+    /// photo while a viewer reads it): every handle keeps working as a removed file's
+    /// does. The readers keep the version they opened (they never see a writer's bytes
+    /// before its close, PRODUCT.md section 4); the writer goes on with its own bytes,
+    /// which no close saves. Before, the readers' `fstat` was ENOENT.
+    @Test(arguments: Kind.allCases)
+    func aPhotoDeletedForGoodWhileReadAndWrittenKeepsItsBytesForEveryHandle(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let reader = try f.fs.open("Albums/Trip/P.jpg", O_RDONLY, mode: 0)
+        let writer = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        #expect(try f.fs.read(reader, count: 4, at: 0) == Array(Fixture.photoP[0..<4]))
+        try f.fs.unlink("All Photos/P.jpg")
+        try f.fs.unlink("Smart Albums/Recently Deleted/P.jpg")
+        #expect(!f.fs.exists("Albums/Trip/P.jpg"))
+        for handle in [reader, writer] {
+            let st = try f.fs.fstat(handle)
+            #expect(st.nlink == 0)
+            #expect(st.size == Int64(Fixture.photoP.count))
+        }
+        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoP)
+        try f.fs.write(writer, Array("abc".utf8), at: 0)
+        #expect(try f.fs.read(writer, count: 3, at: 0) == Array("abc".utf8))
+        try f.fs.close(writer)
+        #expect(try f.fs.fstat(reader).nlink == 0)
+        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoP)
+        try f.fs.close(reader)
+        #expect(try f.assetCount() == 0)
+        #expect(try f.names("Albums/Trip") == [])
+
+        // A writer that had written before the deletion: its unsaved bytes stay its own.
+        try f.fs.put("Albums/Trip/A.jpg", Fixture.photoA)
+        let readerA = try f.fs.open("Albums/Trip/A.jpg", O_RDONLY, mode: 0)
+        let writerA = try f.fs.open("Albums/Trip/A.jpg", O_RDWR, mode: 0)
+        try f.fs.write(writerA, Array("xyz".utf8), at: 0)
+        try f.fs.unlink("All Photos/A.jpg")
+        try f.fs.unlink("Smart Albums/Recently Deleted/A.jpg")
+        for handle in [readerA, writerA] {
+            let st = try f.fs.fstat(handle)
+            #expect(st.nlink == 0)
+            #expect(st.size == Int64(Fixture.photoA.count))
+        }
+        #expect(try f.fs.read(writerA, count: 3, at: 0) == Array("xyz".utf8))
+        #expect(try f.fs.read(readerA, count: 1 << 20, at: 0) == Fixture.photoA)
+        try f.fs.close(writerA)
+        try f.fs.close(readerA)
+        #expect(try f.assetCount() == 0)
+        #expect(try f.names("Albums/Trip") == [])
+        #expect(try f.names("All Photos") == [])
+    }
+
     /// A photo renamed to a name that stays plain while open for writing hands its
     /// handles to the file the name becomes; removed then, that file keeps its bytes for
     /// them as any file removed while open does. Seed 3045 of the plain-directory oracle

@@ -267,7 +267,7 @@ extension FileSystem {
         defer { forgetIfIdle(writer) }
         return try writer.io {
             let version = versionForHandles(writer, of: asset)
-            let kept = keepAttributesIfHeld(asset, writer: writer)
+            let kept = keepAttributesIfHeld(asset)
             do {
                 let result = try change()
                 // Before `afterChange`: no open of its thumbnails by the hash kept.

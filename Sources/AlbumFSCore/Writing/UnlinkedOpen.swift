@@ -57,10 +57,11 @@ extension FileSystem {
     /// attributes for those handles, as a plain file removed while open does (`fstat`
     /// says `st_nlink` 0, and a read past what the kernel has cached, which makes the
     /// kernel ask the size first, still reads). Before, both were ENOENT: a video player
-    /// without passthrough lost its video at the next read. A photo open for writing
-    /// (`writer` has handles) is left to `handsKeep`, as before. Taken while the row is
-    /// there; returns the numbers kept, for the caller to forget if the photo stays.
-    func keepAttributesIfHeld(_ asset: Asset, writer: Writer) -> [UInt64] {
+    /// without passthrough lost its video at the next read. Handles open for writing
+    /// keep theirs too (what they write is never saved: `handsKeep`). Taken while the
+    /// row is there; returns the numbers kept, for the caller to forget if the photo
+    /// stays.
+    func keepAttributesIfHeld(_ asset: Asset) -> [UInt64] {
         // Deleting for good is often many photos in a row (the trash emptied): no query
         // for album entries unless a shared thumbnail is open at all.
         let open = handles.openInodes()
@@ -72,7 +73,12 @@ extension FileSystem {
             fileAttributes(ino: $0, permissions: thumbnailPermissions(of: asset), size: 0, mtimeNs: asset.mtimeNanoseconds,
                            ctimeNs: asset.changedNs)
         }
-        if handles.nodes(of: writer).isEmpty { kept.append(attributes(of: asset)) }
+        // The photo itself, for readers and writers alike: the writer's handles go on
+        // with the bytes they had (`handsKeep`, or their copy), the readers' with the
+        // version they opened; each is told the size of the bytes it holds
+        // (`heldBytes`). The writer's handles were ENOENT on `fstat` before, and so were
+        // the readers' beside them.
+        kept.append(attributes(of: asset))
         return keepForReaders(kept.filter { open.contains($0.ino) })
     }
 
