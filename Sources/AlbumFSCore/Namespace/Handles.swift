@@ -335,6 +335,11 @@ final class HandleTable: Sendable {
     /// The inode numbers open handles have (one scan).
     func openInodes() -> Set<UInt64> { table.withLock { s in Set(s.files.values.map(\.ino)) } }
 
+    /// The kernel inodes that handles of inode `ino` were opened through (a scan).
+    func nodes(ofInode ino: UInt64) -> Set<UInt64> {
+        table.withLock { s in Set(s.files.values.filter { $0.ino == ino }.map(\.node)) }
+    }
+
     /// The kernel inodes that `writer`'s handles were opened through (a scan: asked when a
     /// rename hands those handles to another file).
     func nodes(of writer: Writer) -> Set<UInt64> {
@@ -592,6 +597,8 @@ extension FileSystem {
             // writing and not written yet reads its own blob.
             if let clone { return ReadSource(file: try library.openBlob(of: clone), offset: offset, size: size) }
             guard case .asset(let id) = writer.target, let asset = try library.asset(id: id) else {
+                // Its photo left through another host before the handles wrote.
+                if let version = shownVersion(writer) { return ReadSource(file: version, offset: offset, size: size) }
                 throw FSError(EIO, "inode \(file.ino) has no bytes to read")
             }
             return ReadSource(file: try library.openBlob(of: asset), offset: offset, size: size)

@@ -91,19 +91,23 @@ extension FileSystem {
         let now = nowNanoseconds()
         let thumbnails = [Node.thumbnail(asset: id).ino] + Self.sharedThumbnailInodes(of: id, entries: [])
         let kept = thumbnails.map { fileAttributes(ino: $0, permissions: 0o444 & Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now) }
-        _ = keepForReaders(kept + (writers.get(UInt64(id)) == nil
-            ? [fileAttributes(ino: UInt64(id), permissions: Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now)] : []))
+        _ = keepForReaders(kept + [fileAttributes(ino: UInt64(id), permissions: Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now)])
     }
 
     /// Records those of `attributes` whose file a handle holds and that have no record
     /// yet; returns their numbers. A last handle released meanwhile finds the record, or
-    /// leaves it to the second look here.
+    /// leaves it to the second look here. The kernel inodes its handles hold besides
+    /// the current one (a writer's beside passthrough readers, readers of an older
+    /// version) forget their attributes, as the caller makes the current one do: they
+    /// said `st_nlink` 1 until they expired.
     private func keepForReaders(_ attributes: [Attributes]) -> [UInt64] {
         var kept: [UInt64] = []
         for a in attributes where unlinkedOpen.attributes(a.ino) == nil && handles.isOpen(a.ino) {
             unlinkedOpen.record(a, ownBytes: false)
             if handles.isOpen(a.ino) { kept.append(a.ino) } else { unlinkedOpen.forget(a.ino) }
         }
+        let others = kept.flatMap { handles.nodes(ofInode: $0).subtracting([kernelNodes.node(of: $0)]) }
+        if !others.isEmpty { invalidate(others.sorted().map { .node($0) }) }
         return kept
     }
 
@@ -119,7 +123,18 @@ extension FileSystem {
     /// opened through kernel inode `node` first: readers of two versions of a photo are
     /// on two kernel inodes, each told the size of its own).
     private func heldBytes(_ ino: UInt64, node: UInt64? = nil) -> FileDescriptor? {
-        writers.get(ino)?.readable().0 ?? handles.descriptor(of: ino, preferring: node)
+        let writer = writers.get(ino)
+        return writer?.readable().0 ?? handles.descriptor(of: ino, preferring: node) ?? writer.flatMap(shownVersion)
+    }
+
+    /// The version a writer's handles showed when their photo left through another host
+    /// before they wrote anything (their next write copies it, `versionShown`); what
+    /// they read and what `fstat` through them says until then. Nil for a writer of
+    /// anything else, or when that version is gone too.
+    func shownVersion(_ writer: Writer) -> FileDescriptor? {
+        guard case .asset = writer.target, case .current = writer.withLock({ writer.bytes }),
+              let sha256 = writer.withLock({ writer.versionShown }) else { return nil }
+        return try? library.blobs.open(sha256)
     }
 
     /// The attributes of a file removed while open, as kernel inode `node` is to have
