@@ -335,6 +335,17 @@ final class HandleTable: Sendable {
     /// The inode numbers open handles have (one scan).
     func openInodes() -> Set<UInt64> { table.withLock { s in Set(s.files.values.map(\.ino)) } }
 
+    /// The writer of handles of inode `ino` open for writing (a scan): one that left the
+    /// writers' table with the photo (`handsKeep`) still has them.
+    func writer(ofInode ino: UInt64) -> Writer? {
+        table.withLock { s in
+            for file in s.files.values where file.ino == ino {
+                if case .writer(let writer) = file.state { return writer }
+            }
+            return nil
+        }
+    }
+
     /// The kernel inodes that handles of inode `ino` were opened through (a scan).
     func nodes(ofInode ino: UInt64) -> Set<UInt64> {
         table.withLock { s in Set(s.files.values.filter { $0.ino == ino }.map(\.node)) }

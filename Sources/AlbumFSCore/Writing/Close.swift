@@ -273,6 +273,7 @@ extension FileSystem {
                 // Before `afterChange`: no open of its thumbnails by the hash kept.
                 thumbnailsFound.forgetAll()
                 handsKeep(version, writer)
+                forgetOtherKernelInodes(of: kept)
                 return result
             } catch {
                 kept.forEach { unlinkedOpen.forget($0) }

@@ -219,6 +219,7 @@ extension FileSystem {
     /// the rest of such an open).
     func copyOfCurrent(_ writer: Writer, keeping: Int64? = nil) throws -> (FileDescriptor, LibraryPath) {
         let source: () throws -> FileDescriptor, size: Int64, name: String
+        var left = false
         if case .replaced(let version) = writer.withLock({ writer.bytes }) {
             // A version a save replaced while this writer's handles had it open.
             (source, size, name) = ({ version }, try version.size(), "inode \(writer.ino)")
@@ -229,6 +230,7 @@ extension FileSystem {
         } else {
             let version = try versionShown(by: writer)
             (source, size, name) = ({ version }, try version.size(), "inode \(writer.ino)")
+            left = true
         }
         let length = min(keeping ?? size, size)
         let (copy, path) = try Staging(files: library.files).makeFile(prefix: "version")
@@ -237,6 +239,17 @@ extension FileSystem {
         } catch {
             discard(path)
             throw FSError.wrapping(error, "cannot copy \(name) to write it")
+        }
+        if left {
+            // Its row is gone: `fstat` through the handles, and the kernel's questions
+            // about the size of what they write, are answered from their copy, as for a
+            // plain file removed while open (its mode is not known here any more: a new
+            // file's). Recorded once the copy is theirs: before, a failed copy left a
+            // record of own bytes that were the library's version, whose mtime an
+            // `futimens` would have changed.
+            let now = nowNanoseconds()
+            unlinkedOpen.record(fileAttributes(ino: writer.ino, permissions: Self.defaultFileMode, size: length,
+                                               mtimeNs: now, ctimeNs: now))
         }
         return (copy, path)
     }
@@ -257,12 +270,6 @@ extension FileSystem {
             throw FSError(EBADF, "inode \(writer.ino) left the library while open, and the version its handles show is gone: they cannot write")
         }
         writer.removed()
-        // Its row is gone: `fstat` through the handles, and the kernel's questions about
-        // the size of what they write, are answered from their bytes, as for a plain file
-        // removed while open (its mode is not known here any more: a new file's).
-        let now = nowNanoseconds()
-        unlinkedOpen.record(fileAttributes(ino: writer.ino, permissions: Self.defaultFileMode, size: (try? version.size()) ?? 0,
-                                           mtimeNs: now, ctimeNs: now))
         Log.info("inode \(writer.ino) left the library while open: its handles keep the version they opened; what they write is not saved")
         return version
     }
@@ -471,6 +478,10 @@ extension FileSystem {
         case .plain(let id):
             return UInt64(id) == ino ? nil : UInt64(id)
         case .asset(let id):
+            // Its own number, also once the photo has left (deleted for good while open:
+            // `setUnlinkedAttributes`). Answered as elsewhere, setattr asked itself again
+            // without end: an ftruncate through such a handle took the daemon down.
+            if UInt64(id) == ino { return nil }
             if case .asset(let asset)? = try item(ino), asset.id == id { return nil }
             return UInt64(id)
         }

@@ -91,24 +91,30 @@ extension FileSystem {
         let now = nowNanoseconds()
         let thumbnails = [Node.thumbnail(asset: id).ino] + Self.sharedThumbnailInodes(of: id, entries: [])
         let kept = thumbnails.map { fileAttributes(ino: $0, permissions: 0o444 & Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now) }
-        _ = keepForReaders(kept + [fileAttributes(ino: UInt64(id), permissions: Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now)])
+        forgetOtherKernelInodes(of: keepForReaders(kept + [fileAttributes(ino: UInt64(id), permissions: Self.defaultFileMode, size: 0,
+                                                                          mtimeNs: now, ctimeNs: now)]))
     }
 
     /// Records those of `attributes` whose file a handle holds and that have no record
     /// yet; returns their numbers. A last handle released meanwhile finds the record, or
-    /// leaves it to the second look here. The kernel inodes its handles hold besides
-    /// the current one (a writer's beside passthrough readers, readers of an older
-    /// version) forget their attributes, as the caller makes the current one do: they
-    /// said `st_nlink` 1 until they expired.
+    /// leaves it to the second look here.
     private func keepForReaders(_ attributes: [Attributes]) -> [UInt64] {
         var kept: [UInt64] = []
         for a in attributes where unlinkedOpen.attributes(a.ino) == nil && handles.isOpen(a.ino) {
             unlinkedOpen.record(a, ownBytes: false)
             if handles.isOpen(a.ino) { kept.append(a.ino) } else { unlinkedOpen.forget(a.ino) }
         }
+        return kept
+    }
+
+    /// Files in `kept` left the library: the kernel inodes their handles hold besides
+    /// the current one (a writer's beside passthrough readers, readers of an older
+    /// version) forget their attributes, as the current one does after every change:
+    /// they said `st_nlink` 1 until they expired. After the change (asked before it, a
+    /// `stat` would read the row again).
+    func forgetOtherKernelInodes(of kept: [UInt64]) {
         let others = kept.flatMap { handles.nodes(ofInode: $0).subtracting([kernelNodes.node(of: $0)]) }
         if !others.isEmpty { invalidate(others.sorted().map { .node($0) }) }
-        return kept
     }
 
     /// Whether a handle holds plain file `ino`'s bytes: one opened through its number,
@@ -119,12 +125,22 @@ extension FileSystem {
         handles.isOpen(ino) || writers.get(ino).map { !handles.nodes(of: $0).isEmpty } == true
     }
 
+    /// The writer of handles of removed file `ino` open for writing: the table's, or the
+    /// one a photo that left handed its handles' bytes to (`handsKeep`).
+    private func removedFileWriter(_ ino: UInt64) -> Writer? {
+        writers.get(ino) ?? handles.writer(ofInode: ino)
+    }
+
     /// The bytes that open handles of `ino` hold: its writer's, or a reader's own (one
     /// opened through kernel inode `node` first: readers of two versions of a photo are
-    /// on two kernel inodes, each told the size of its own).
+    /// on two kernel inodes, each told the size of its own). A writer with nothing
+    /// written whose photo left through another host holds the version it showed: for
+    /// its own kernel inode, before readers of another version on other ones.
     private func heldBytes(_ ino: UInt64, node: UInt64? = nil) -> FileDescriptor? {
-        let writer = writers.get(ino)
-        return writer?.readable().0 ?? handles.descriptor(of: ino, preferring: node) ?? writer.flatMap(shownVersion)
+        let writer = removedFileWriter(ino)
+        if let fd = writer?.readable().0 { return fd }
+        if let writer, let node, handles.nodes(of: writer).contains(node), let fd = shownVersion(writer) { return fd }
+        return handles.descriptor(of: ino, preferring: node) ?? writer.flatMap(shownVersion)
     }
 
     /// The version a writer's handles showed when their photo left through another host
@@ -132,9 +148,11 @@ extension FileSystem {
     /// they read and what `fstat` through them says until then. Nil for a writer of
     /// anything else, or when that version is gone too.
     func shownVersion(_ writer: Writer) -> FileDescriptor? {
-        guard case .asset = writer.target, case .current = writer.withLock({ writer.bytes }),
-              let sha256 = writer.withLock({ writer.versionShown }) else { return nil }
-        return try? library.blobs.open(sha256)
+        let sha256 = writer.withLock { () -> String? in
+            guard case .asset = writer.target, case .current = writer.bytes else { return nil }
+            return writer.versionShown
+        }
+        return sha256.flatMap { try? library.blobs.open($0) }
     }
 
     /// The attributes of a file removed while open, as kernel inode `node` is to have
@@ -159,7 +177,7 @@ extension FileSystem {
     func setUnlinkedAttributes(_ ino: UInt64, _ changes: AttributeChanges) throws -> Attributes? {
         guard unlinkedOpen.attributes(ino) != nil else { return nil }
         if let size = changes.size {
-            guard let writer = writers.get(ino) else { throw FSError(EBADF, "inode \(ino) was removed and is open for reading only", logged: false) }
+            guard let writer = removedFileWriter(ino) else { throw FSError(EBADF, "inode \(ino) was removed and is open for reading only", logged: false) }
             try truncate(writer, to: size)
         }
         if let mtime = changes.mtimeNs {
@@ -180,7 +198,7 @@ extension FileSystem {
         // Nothing holds it any more (its last handle is being released): it is gone, as
         // an open that loses the race with the unlink finds on a disk (ENOENT).
         guard unlinkedOpen.attributes(ino) != nil, isHeldOpen(ino) else { return nil }
-        if let writer = writers.get(ino) {
+        if let writer = removedFileWriter(ino) {
             writer.opened()
             return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")
         }
