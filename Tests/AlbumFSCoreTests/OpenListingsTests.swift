@@ -34,10 +34,10 @@ final class OpenListingsTests: XCTestCase {
         fs?.stop()
         fs = nil
         library = nil
-        temp.remove()
+        let failure = temp.remove()
         // Background work the core started (thumbnails made ahead) must have ended with
         // `stop()`: one still writing leaves the library half removed.
-        XCTAssertFalse(FileManager.default.fileExists(atPath: temp.path), "\(temp.path) was not removed whole")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: temp.path), "\(temp.path) was not removed whole: \(failure ?? "")")
     }
 
     /// Reads `listing` of `folder` to its end, a page of one entry at a time; returns the

@@ -48,10 +48,10 @@ final class QueryPlanTests: XCTestCase {
         fs?.stop()
         fs = nil
         library = nil
-        temp.remove()
+        let failure = temp.remove()
         // Background work the core started (thumbnails made ahead) must have ended with
         // `stop()`: one still writing leaves the library half removed.
-        XCTAssertFalse(FileManager.default.fileExists(atPath: temp.path), "\(temp.path) was not removed whole")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: temp.path), "\(temp.path) was not removed whole: \(failure ?? "")")
     }
 
     /// Lists every folder in pages of 50 (as the kernel asks), looks up and stats every

@@ -16,7 +16,10 @@ public final class TempDirectory: @unchecked Sendable {
 
     public func sub(_ name: String) -> String { path + "/" + name }
 
-    public func remove() {
+    /// Removes it; returns why it could not, if it could not (a test that checks its
+    /// library is gone says that).
+    @discardableResult
+    public func remove() -> String? {
         // Blobs are read-only; make everything writable so that removal cannot fail.
         _ = try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
         if let walker = FileManager.default.enumerator(atPath: path) {
@@ -24,7 +27,12 @@ public final class TempDirectory: @unchecked Sendable {
                 chmod(path + "/" + item, 0o700)
             }
         }
-        try? FileManager.default.removeItem(atPath: path)
+        do {
+            try FileManager.default.removeItem(atPath: path)
+            return nil
+        } catch {
+            return "\(error)"
+        }
     }
 
     deinit { remove() }

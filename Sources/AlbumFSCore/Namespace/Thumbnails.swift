@@ -171,33 +171,41 @@ extension FileSystem {
             return (urgent, later)
         }
         guard !urgent.isEmpty || !later.isEmpty else { return }
-        let size = options.thumbnailSize, prefetch = self.prefetch
-        let foreground = thumbnails, background = backgroundThumbnails
         let lanes = min(urgent.count, decoder.lanes)
         backgroundWork.enter()
+        // The block holds nothing that holds the library: the core it reaches through
+        // `self` is let go when `make` returns, before `stop()` hears the work ended.
+        // (A core let go after, on this thread, closed the library's last SQLite
+        // connection there, which removed its `-shm` while a test removed the folder.)
         DispatchQueue.global(qos: .utility).async { [weak self, backgroundWork] in
-            defer { backgroundWork.leave() }
-            guard let fs = self else { return }
-            @Sendable func make(_ asset: Asset, with cache: ThumbnailCache) {
-                if fs.stopped.withLock({ $0 }) { return }
-                if cache.thumbnail(for: asset, size: size) != nil { fs.thumbnailMade(asset) }
-                prefetch.withLock { _ = $0.queued.remove(asset.sha256) }
-            }
-            let next = Locked(0)
-            DispatchQueue.concurrentPerform(iterations: lanes) { _ in
-                while let index = next.withLock({ i -> Int? in
-                    guard i < urgent.count else { return nil }
-                    defer { i += 1 }
-                    return i
-                }) {
-                    make(urgent[index], with: foreground)
-                }
-            }
-            for asset in later { make(asset, with: background) }
-            prefetch.withLock { $0.running = false }
-            // More may have been queued meanwhile.
-            fs.makeQueuedThumbnails(now: nowNanoseconds(), quietSeconds: quietSeconds)
+            self?.make(urgent: urgent, lanes: lanes, later: later, quietSeconds: quietSeconds)
+            backgroundWork.leave()
         }
+    }
+
+    /// The work `makeQueuedThumbnails` started: `urgent` on `lanes` lanes of the
+    /// foreground decoders, then `later` on the background one.
+    private func make(urgent: [Asset], lanes: Int, later: [Asset], quietSeconds: Double) {
+        let size = options.thumbnailSize
+        @Sendable func make(_ asset: Asset, with cache: ThumbnailCache) {
+            if stopped.withLock({ $0 }) { return }
+            if cache.thumbnail(for: asset, size: size) != nil { thumbnailMade(asset) }
+            prefetch.withLock { _ = $0.queued.remove(asset.sha256) }
+        }
+        let next = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: lanes) { _ in
+            while let index = next.withLock({ i -> Int? in
+                guard i < urgent.count else { return nil }
+                defer { i += 1 }
+                return i
+            }) {
+                make(urgent[index], with: thumbnails)
+            }
+        }
+        for asset in later { make(asset, with: backgroundThumbnails) }
+        prefetch.withLock { $0.running = false }
+        // More may have been queued meanwhile.
+        makeQueuedThumbnails(now: nowNanoseconds(), quietSeconds: quietSeconds)
     }
 
     /// A thumbnail made in the background: the `.thumbnails/` listings that showed it by
