@@ -97,62 +97,47 @@ struct OperationTableTests {
     @Test(arguments: Kind.allCases)
     func aPhotoDeletedForGoodWhileReadAndWrittenKeepsItsBytesForEveryHandle(_ kind: Kind) throws {
         let f = try Fixture(kind)
-        let reader = try f.fs.open("Albums/Trip/P.jpg", O_RDONLY, mode: 0)
-        let writer = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
-        #expect(try f.fs.read(reader, count: 4, at: 0) == Array(Fixture.photoP[0..<4]))
-        try f.fs.unlink("All Photos/P.jpg")
-        try f.fs.unlink("Smart Albums/Recently Deleted/P.jpg")
-        #expect(!f.fs.exists("Albums/Trip/P.jpg"))
-        for handle in [reader, writer] {
-            let st = try f.fs.fstat(handle)
-            #expect(st.nlink == 0)
-            #expect(st.size == Int64(Fixture.photoP.count))
-        }
-        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoP)
-        try f.fs.write(writer, Array("abc".utf8), at: 0)
-        #expect(try f.fs.read(writer, count: 3, at: 0) == Array("abc".utf8))
-        #expect(try f.fs.fstat(reader).nlink == 0)
-        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoP)
-        try f.fs.close(reader)
-        // ftruncate and futimens through the writer (an ftruncate there made setattr
-        // ask itself again without end: a stack overflow that took the daemon down).
-        try expectCutAndStamped(f, writer, Array("abc".utf8) + Fixture.photoP[3..<5])
-        try f.fs.close(writer)
-        #expect(try f.assetCount() == 0)
-        #expect(try f.names("Albums/Trip") == [])
-
-        // A writer that had written before the deletion: its unsaved bytes stay its own.
+        // A writer with nothing written at the deletion (it goes on with the version it
+        // had), then one that had written (its unsaved bytes stay its own).
+        try expectEveryHandleKept(f, "P.jpg", Fixture.photoP, writtenBefore: false)
         try f.fs.put("Albums/Trip/A.jpg", Fixture.photoA)
-        let readerA = try f.fs.open("Albums/Trip/A.jpg", O_RDONLY, mode: 0)
-        let writerA = try f.fs.open("Albums/Trip/A.jpg", O_RDWR, mode: 0)
-        try f.fs.write(writerA, Array("xyz".utf8), at: 0)
-        try f.fs.unlink("All Photos/A.jpg")
-        try f.fs.unlink("Smart Albums/Recently Deleted/A.jpg")
-        for handle in [readerA, writerA] {
-            let st = try f.fs.fstat(handle)
-            #expect(st.nlink == 0)
-            #expect(st.size == Int64(Fixture.photoA.count))
-        }
-        #expect(try f.fs.read(writerA, count: 3, at: 0) == Array("xyz".utf8))
-        #expect(try f.fs.read(readerA, count: 1 << 20, at: 0) == Fixture.photoA)
-        try f.fs.close(readerA)
-        try expectCutAndStamped(f, writerA, Array("xyz".utf8) + Fixture.photoA[3..<5])
-        try f.fs.close(writerA)
-        #expect(try f.assetCount() == 0)
-        #expect(try f.names("Albums/Trip") == [])
+        try expectEveryHandleKept(f, "A.jpg", Fixture.photoA, writtenBefore: true)
         #expect(try f.names("All Photos") == [])
     }
 
-    /// `handle`, of a file removed while open for writing, cut to 5 bytes and given an
-    /// mtime through the handle: its `fstat` and reads show both.
-    private func expectCutAndStamped(_ f: Fixture, _ handle: Int, _ first5: [UInt8]) throws {
-        try f.fs.truncate(handle, to: 5)
-        #expect(try f.fs.fstat(handle).size == 5)
-        #expect(try f.fs.read(handle, count: 100, at: 0) == first5)
+    /// Photo `name` of album Trip, with `bytes`, deleted for good while a reader and a
+    /// writer hold it; the writer writes 3 bytes before or after the deletion.
+    private func expectEveryHandleKept(_ f: Fixture, _ name: String, _ bytes: [UInt8], writtenBefore: Bool) throws {
+        let reader = try f.fs.open("Albums/Trip/" + name, O_RDONLY, mode: 0)
+        let writer = try f.fs.open("Albums/Trip/" + name, O_RDWR, mode: 0)
+        let written = Array("abc".utf8)
+        #expect(try f.fs.read(reader, count: 4, at: 0) == Array(bytes[0..<4]))
+        if writtenBefore { try f.fs.write(writer, written, at: 0) }
+        try f.fs.unlink("All Photos/" + name)
+        try f.fs.unlink("Smart Albums/Recently Deleted/" + name)
+        #expect(!f.fs.exists("Albums/Trip/" + name))
+        for handle in [reader, writer] {
+            let st = try f.fs.fstat(handle)
+            #expect(st.nlink == 0)
+            #expect(st.size == Int64(bytes.count))
+        }
+        if !writtenBefore { try f.fs.write(writer, written, at: 0) }
+        #expect(try f.fs.read(writer, count: 3, at: 0) == written)
+        #expect(try f.fs.fstat(reader).nlink == 0)
+        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == bytes)
+        try f.fs.close(reader)
+        // ftruncate and futimens through the writer (an ftruncate there made setattr
+        // ask itself again without end: a stack overflow that took the daemon down).
+        try f.fs.truncate(writer, to: 5)
+        #expect(try f.fs.fstat(writer).size == 5)
+        #expect(try f.fs.read(writer, count: 100, at: 0) == written + bytes[3..<5])
         let mtime: Int64 = 1_234_567_890_000_000_000
-        try f.fs.setMtime(handle, nanoseconds: mtime)
-        #expect(try f.fs.fstat(handle).mtimeNs == mtime)
-        #expect(try f.fs.fstat(handle).nlink == 0)
+        try f.fs.setMtime(writer, nanoseconds: mtime)
+        #expect(try f.fs.fstat(writer).mtimeNs == mtime)
+        #expect(try f.fs.fstat(writer).nlink == 0)
+        try f.fs.close(writer)
+        #expect(try f.assetCount() == 0)
+        #expect(try f.names("Albums/Trip") == [])
     }
 
     /// A photo renamed to a name that stays plain while open for writing hands its

@@ -79,7 +79,7 @@ extension FileSystem {
         // (`heldBytes`). The writer's handles were ENOENT on `fstat` before, and so were
         // the readers' beside them.
         kept.append(attributes(of: asset))
-        return keepForReaders(kept.filter { open.contains($0.ino) })
+        return keepForHandles(kept.filter { open.contains($0.ino) })
     }
 
     /// Photo `id` left the library through another host (deleted for good; its row is
@@ -91,14 +91,14 @@ extension FileSystem {
         let now = nowNanoseconds()
         let thumbnails = [Node.thumbnail(asset: id).ino] + Self.sharedThumbnailInodes(of: id, entries: [])
         let kept = thumbnails.map { fileAttributes(ino: $0, permissions: 0o444 & Self.defaultFileMode, size: 0, mtimeNs: now, ctimeNs: now) }
-        forgetOtherKernelInodes(of: keepForReaders(kept + [fileAttributes(ino: UInt64(id), permissions: Self.defaultFileMode, size: 0,
+        forgetOtherKernelInodes(of: keepForHandles(kept + [fileAttributes(ino: UInt64(id), permissions: Self.defaultFileMode, size: 0,
                                                                           mtimeNs: now, ctimeNs: now)]))
     }
 
     /// Records those of `attributes` whose file a handle holds and that have no record
     /// yet; returns their numbers. A last handle released meanwhile finds the record, or
     /// leaves it to the second look here.
-    private func keepForReaders(_ attributes: [Attributes]) -> [UInt64] {
+    private func keepForHandles(_ attributes: [Attributes]) -> [UInt64] {
         var kept: [UInt64] = []
         for a in attributes where unlinkedOpen.attributes(a.ino) == nil && handles.isOpen(a.ino) {
             unlinkedOpen.record(a, ownBytes: false)
