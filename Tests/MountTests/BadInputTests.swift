@@ -170,4 +170,37 @@ final class BadInputTests: XCTestCase {
         }
         XCTAssertTrue(try Processes.albumfs("check", lib).ok)
     }
+
+    /// `renameat2` flags the mount does not offer (docs/namespace.md, "Errors"): each is
+    /// EINVAL with its reason in the log, and both names keep their bytes; the flag a
+    /// rename does honour (RENAME_NOREPLACE) still answers EEXIST.
+    func testRenameFlagsNotOfferedAreRefusedAndChangeNothing() throws {
+        let album = mount.path("Albums/Swap")
+        let gps = Samples.directory + "/photos/jpg/gps"
+        XCTAssertEqual(mkdir(album, 0o755), 0)
+        XCTAssertTrue(try Processes.shell("cd \(q(album)) && cp \(gps)/DSCN0010.jpg \(gps)/DSCN0012.jpg . && printf one > a.txt && printf two > b.txt").ok)
+        let script = """
+            import ctypes, os, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            for a, b, flags in [('DSCN0010.jpg', 'DSCN0012.jpg', 2), ('a.txt', 'b.txt', 2), ('a.txt', 'b.txt', 4), ('a.txt', 'b.txt', 1)]:
+                r = libc.renameat2(-100, a.encode(), -100, b.encode(), flags)
+                print(a, flags, r, os.strerror(ctypes.get_errno()) if r else 'ok')
+            """
+        let result = try Processes.run("python3", ["-c", script], currentDirectory: album)
+        XCTAssertEqual(result.stdout, """
+            DSCN0010.jpg 2 -1 Invalid argument
+            a.txt 2 -1 Invalid argument
+            a.txt 4 -1 Invalid argument
+            a.txt 1 -1 File exists
+
+            """, result.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: album + "/DSCN0010.jpg")),
+                       try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg")))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: album + "/DSCN0012.jpg")),
+                       try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0012.jpg")))
+        XCTAssertEqual(try String(contentsOfFile: album + "/a.txt", encoding: .utf8), "one")
+        XCTAssertEqual(try String(contentsOfFile: album + "/b.txt", encoding: .utf8), "two")
+        XCTAssertTrue(mount.log.contains("RENAME_EXCHANGE is not supported"), mount.log)
+        XCTAssertTrue(mount.log.contains("RENAME_WHITEOUT is not supported"), mount.log)
+    }
 }

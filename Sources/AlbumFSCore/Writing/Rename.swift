@@ -8,10 +8,18 @@ import Glibc
 extension FileSystem {
     public static let renameNoReplace: UInt32 = 1
     public static let renameExchange: UInt32 = 2
+    /// overlayfs's flag: leave a whiteout device where the source was. No tool but
+    /// overlayfs asks for it, and a rename that ignored it would break that promise.
+    public static let renameWhiteout: UInt32 = 4
 
     public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws {
         try checkWritable()
+        // Swapping two names is one step on a disk; here a name may be an album
+        // membership, a plain file or a save in progress, and no tool a photo library
+        // meets needs it (`mv --exchange` and `exch` are rare), so it is refused, as
+        // many filesystems do: callers fall back to two renames.
         if flags & Self.renameExchange != 0 { throw FSError(EINVAL, "rename with RENAME_EXCHANGE is not supported") }
+        if flags & Self.renameWhiteout != 0 { throw FSError(EINVAL, "rename with RENAME_WHITEOUT is not supported") }
         let name = try validName(nameBytes)
         let newName = try validName(newBytes)
         let (from, to) = try library.read { r in (try folder(parent, in: r), try folder(newParent, in: r)) }
