@@ -105,6 +105,34 @@ struct OperationTableTests {
         #expect(try f.names("All Photos") == [])
     }
 
+    /// A reader keeps the version it opened while a save makes the next one (on a mount,
+    /// on a kernel inode of its own, whose `fstat` says that version's size); a writer
+    /// opened after the save holds the next one. Deleted for good then, each handle
+    /// reads its own version and `fstat` through it says that version's size (the
+    /// reader's said the writer's; a review found the writer's saying the reader's).
+    @Test(arguments: Kind.allCases)
+    func aPhotoSavedWhileReadThenDeletedForGoodKeepsEachHandlesVersion(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let reader = try f.fs.open("Albums/Trip/P.jpg", O_RDONLY, mode: 0)
+        #expect(try f.fs.read(reader, count: 4, at: 0) == Array(Fixture.photoP[0..<4]))
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoB)
+        let writer = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        #expect(try f.fs.fstat(reader).size == Int64(Fixture.photoP.count))
+        #expect(try f.fs.fstat(writer).size == Int64(Fixture.photoB.count))
+        try f.fs.unlink("All Photos/P.jpg")
+        try f.fs.unlink("Smart Albums/Recently Deleted/P.jpg")
+        for (handle, bytes) in [(writer, Fixture.photoB), (reader, Fixture.photoP)] {
+            #expect(try f.fs.fstat(handle).size == Int64(bytes.count))
+            #expect(try f.fs.fstat(handle).nlink == 0)
+        }
+        #expect(try f.fs.read(writer, count: 1 << 20, at: 0) == Fixture.photoB)
+        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoP)
+        try f.fs.close(reader)
+        #expect(try f.fs.fstat(writer).size == Int64(Fixture.photoB.count))
+        try f.fs.close(writer)
+        #expect(try f.assetCount() == 0)
+    }
+
     /// Photo `name` of album Trip, with `bytes`, deleted for good while a reader and a
     /// writer hold it; the writer writes 3 bytes before or after the deletion.
     private func expectEveryHandleKept(_ f: Fixture, _ name: String, _ bytes: [UInt8], writtenBefore: Bool) throws {

@@ -464,6 +464,39 @@ struct SaveTests {
         #expect(try f.versions() == 1)
     }
 
+    /// A photo linked under a name that stays plain (`rsync -H`, `cp -al`) is a file of
+    /// its own there with the bytes the photo shows at the link: emptied, an empty file
+    /// (the plain-directory oracle's seed 9219 found the whole version there); being
+    /// written, a copy of what was written so far. The photo is unchanged by the link.
+    @Test(arguments: Kind.allCases)
+    func aPhotoLinkedUnderAPlainNameHoldsTheBytesItShows(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let emptied = try f.fs.open("Albums/Trip/P.jpg", O_WRONLY | O_TRUNC, mode: 0)
+        try f.fs.close(emptied)
+        try f.fs.link("Albums/Trip/P.jpg", "Albums/Trip/.P.jpg.bak")
+        #expect(try f.fs.stat("Albums/Trip/.P.jpg.bak").size == 0)
+        #expect(try f.fs.get("Albums/Trip/.P.jpg.bak") == [])
+        #expect(try f.fs.stat("Albums/Trip/P.jpg").size == 0)
+        try f.fs.put("Albums/Trip/A.jpg", Fixture.photoA)
+        let h = try f.fs.open("Albums/Trip/A.jpg", O_RDWR, mode: 0)
+        try f.fs.truncate(h, to: 0)
+        try f.fs.write(h, Fixture.text, at: 0)
+        try f.fs.link("Albums/Trip/A.jpg", "Albums/Trip/.A.jpg.swp")
+        try f.fs.write(h, Array("more".utf8), at: Int64(Fixture.text.count))
+        #expect(try f.fs.get("Albums/Trip/.A.jpg.swp") == Fixture.text)
+        try f.fs.truncate(h, to: 0)
+        try f.fs.write(h, Fixture.photoB, at: 0)
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/A.jpg") == Fixture.photoB)
+        #expect(try f.fs.get("Albums/Trip/.A.jpg.swp") == Fixture.text)
+        #expect(try f.names("Albums/Trip") == [".A.jpg.swp", ".P.jpg.bak", "A.jpg", "P.jpg"])
+        // P's bytes written back (ImageMagick's second step): P shows them, the link's
+        // file stays empty.
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoP)
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == Fixture.photoP)
+        #expect(try f.fs.get("Albums/Trip/.P.jpg.bak") == [])
+    }
+
     /// A photo renamed while a handle is still writing into it moves with those bytes,
     /// as a file does on a disk (the plain-directory oracle found the old version there):
     /// to a name that stays plain (an editor's swap file), that file holds what was

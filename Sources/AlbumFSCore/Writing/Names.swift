@@ -302,14 +302,40 @@ extension FileSystem {
     /// plain file with the photo's bytes as they are now (its blob, shared: nothing is
     /// copied), mode and mtime. A photo shows under names of albums only, so this name is
     /// a file of its own: the photo's next versions do not change it (docs/namespace.md,
-    /// "Hard links").
+    /// "Hard links"). A photo that shows other bytes than its version (being written, or
+    /// emptied: truncated and closed) is linked as those: a copy of them, as they are now.
     private func linkAsPlainFile(_ asset: Asset, newParent: UInt64, name: String) throws -> Attributes {
         let folder = try folderForNewFile(newParent, name: name)
-        let file = try library.write { tx in
-            try expectFree(name, in: folder, tx)
-            return try tx.createPlainFile(named: name, in: newParent, mode: asset.mode ?? Self.defaultFileMode, blob: asset.sha256,
-                                          mtimeNs: asset.mtimeNanoseconds)
+        let mode = asset.mode ?? Self.defaultFileMode
+        func linkVersion() throws -> PlainFile {
+            try library.write { tx in
+                try expectFree(name, in: folder, tx)
+                return try tx.createPlainFile(named: name, in: newParent, mode: mode, blob: asset.sha256, mtimeNs: asset.mtimeNanoseconds)
+            }
         }
+        // Inside the writer's `io`: no write or close changes the bytes while they are copied.
+        let file = try writers.get(UInt64(asset.id)).map { writer in
+            try writer.io { () throws -> PlainFile in
+                guard let shown = writer.pendingAttributes(), let bytes = writer.readable().0 else { return try linkVersion() }
+                let own = try newInodeNumber()
+                do {
+                    try explained("cannot make \(name)") {
+                        let made = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+                        try SystemCalls.copyAll(from: bytes, to: made, length: shown.size)
+                        try made.setModificationTime(nanoseconds: shown.mtimeNs)
+                        try made.sync()  // before the row names it
+                        try library.files.syncFolder(.plainFiles)
+                    }
+                    return try library.write { tx in
+                        try expectFree(name, in: folder, tx)
+                        return try tx.createPlainFile(named: name, in: newParent, mode: mode, id: own, mtimeNs: shown.mtimeNs)
+                    }
+                } catch {
+                    discard(.plainFile(own))
+                    throw error
+                }
+            }
+        } ?? linkVersion()
         afterChange(folders: [newParent], entries: [(newParent, name)])
         return try attributes(of: file)
     }
