@@ -102,10 +102,10 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             b.replyEntry(req, try b.fs.mknod(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode)))
         }
     }
-    ops.mkdir = { req, parent, name, _ in
+    ops.mkdir = { req, parent, name, mode in
         let b = Bridge.from(req)
         b.handle(req, "mkdir \(display(name)) in \(parent)") {
-            b.replyEntry(req, try b.fs.mkdir(parent: b.ino(parent), name: bytes(name), pid: caller(req)))
+            b.replyEntry(req, try b.fs.mkdir(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode), pid: caller(req)))
         }
     }
     ops.unlink = { req, parent, name in

@@ -76,6 +76,31 @@ final class PermissionTests: XCTestCase {
     /// With allow_other the modes are always enforced (default_permissions whether asked
     /// for or not), set-id bits never honoured, and by default only the owner and the group
     /// get in (umask 027).
+    /// mkdir keeps a private mode it was asked for (the caller's umask applied), as a
+    /// plain directory does: `mktemp -d`, Python's `mkdtemp` and rsync's partial folder
+    /// are private (a review found them 0755), and a `chmod` after still changes it.
+    /// Under `allow_other`, nobody else gets in. (A usual 0755 takes the mount's
+    /// default: `testWithUmask002TheMountsGroupMayAddPhotos`.)
+    func testAFolderIsMadeWithTheModeAskedFor() throws {
+        mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other", "umask=022"])
+        let m = mount.mountpoint, a = q(mount.path("Albums/A"))
+        let plain = temp.sub("plain")
+        XCTAssertEqual(mkdir(plain, 0o755), 0)
+        for root in [a, q(plain)] {
+            let made = try Processes.shell("""
+                cd \(root) && (umask 077; mkdir u) && mkdir p && python3 -c "import os; os.mkdir('o', 0o700)" && \
+                stat -c '%n %a' u p o && stat -c %a "$(mktemp -d -p .)" && chmod 751 o && stat -c %a o
+                """)
+            XCTAssertEqual(made.stdout, "u 700\np 755\no 700\n700\n751\n", "\(root): \(made.stderr)")
+        }
+        XCTAssertTrue(try asNobody("ls \(a)/u 2>&1").stdout.contains("Permission denied"))
+        XCTAssertTrue(try asNobody("ls \(a)/p").ok)
+        mount.unmount()
+        // Kept across a remount.
+        mount = try MountedLibrary(library: lib, temp: temp)
+        XCTAssertEqual(try Processes.shell("stat -c %a \(q(m))/Albums/A/u \(q(m))/Albums/A/o").stdout, "700\n751\n")
+    }
+
     func testAllowOtherAlwaysEnforcesTheModes() throws {
         // allow_other alone: nobody is not the owner nor in the group.
         mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other"])

@@ -154,8 +154,14 @@ extension FileSystem {
 
     // MARK: mkdir and rmdir
 
-    /// mkdir makes an album, in Albums/ or in an album; anywhere else it is EPERM.
-    public func mkdir(parent: UInt64, name bytes: [UInt8], pid: Int32 = 0) throws -> Attributes {
+    /// mkdir makes an album, in Albums/ or in an album; anywhere else it is EPERM. A
+    /// `mode` (the caller's umask applied, by the kernel) that keeps the group or others
+    /// from reading or entering is kept, as a `chmod` would keep it: `mktemp -d`,
+    /// rsync's partial folder and a program under `umask 077` make folders nobody else
+    /// may read. Any other folder takes the default (0777 less the mount's umask): the
+    /// usual 0755 of a shell's umask 022, or of Samba's directory mask, would otherwise
+    /// take from a shared library (`-o umask=002`) its group's right to add photos.
+    public func mkdir(parent: UInt64, name bytes: [UInt8], mode: UInt32? = nil, pid: Int32 = 0) throws -> Attributes {
         try checkWritable()
         let name = try validName(bytes)
         let folder = try library.read { try self.folder(parent, in: $0) }
@@ -176,7 +182,12 @@ extension FileSystem {
         if isThumbnails || taken {
             throw FSError(EEXIST, "\(name) exists", logged: false)
         }
-        let album = try library.write { try $0.createAlbum(named: name, in: parentAlbum, role: trash?.role) }
+        let album = try library.write { tx in
+            let made = try tx.createAlbum(named: name, in: parentAlbum, role: trash?.role)
+            guard let mode, mode & 0o055 != 0o055 else { return made }
+            try tx.setAlbumMode(id: made.id, mode: mode & 0o7777)
+            return try tx.album(id: made.id) ?? made
+        }
         newAlbums.made(album.id, by: pid)
         // The listing only. The kernel made the new name's entry from this reply, and
         // dropping it after (names are dropped after the reply) would unhash the folder

@@ -333,7 +333,12 @@ extension FileSystem {
         try writer.io {
             let fresh = saves.fresh(asset.id, in: from.ino)
             let memberships = try library.read { try $0.memberships(ofAsset: asset.id) }
-            let vanishes = fresh != nil && memberships.allSatisfy { FixedInode.folder(ofAlbum: $0.albumID) == from.ino }
+            // Only a temporary photo that shows under this one name vanishes: one linked
+            // under another name as well (`ln -f new.jpg old.jpg` links to a temporary
+            // name, then renames it over) lives on under that name.
+            let vanishes = fresh != nil && memberships.allSatisfy {
+                FixedInode.folder(ofAlbum: $0.albumID) == from.ino && Names.key($0.name) == Names.key(name)
+            }
             let version = vanishes ? versionForHandles(writer, of: asset) : nil
             // A temporary file whose close brought a photo back from Recently Deleted (the
             // same bytes): that photo goes back as it was, its name and deletion time.
