@@ -281,7 +281,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     }
     ops.getxattr = { req, ino, name, size in
         let b = Bridge.from(req)
-        if b.refusedAsMoved(req, b.ino(ino)) { return }
         b.handle(req, "getxattr \(display(name)) of \(ino)") {
             let value = try b.fs.getxattr(b.ino(ino), name: display(name))
             try replyXattr(req, value, size)
@@ -289,7 +288,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     }
     ops.listxattr = { req, ino, size in
         let b = Bridge.from(req)
-        if b.refusedAsMoved(req, b.ino(ino)) { return }
         b.handle(req, "listxattr \(ino)") {
             var list: [UInt8] = []
             for name in try b.fs.listxattr(b.ino(ino)) { list += Array(name.utf8) + [0] }

@@ -73,9 +73,6 @@ final class PermissionTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("Permission denied"), result.stdout)
     }
 
-    /// With allow_other the modes are always enforced (default_permissions whether asked
-    /// for or not), set-id bits never honoured, and by default only the owner and the group
-    /// get in (umask 027).
     /// mkdir keeps a private mode it was asked for (the caller's umask applied), as a
     /// plain directory does: `mktemp -d`, Python's `mkdtemp` and rsync's partial folder
     /// are private (a review found them 0755), and a `chmod` after still changes it.
@@ -101,6 +98,9 @@ final class PermissionTests: XCTestCase {
         XCTAssertEqual(try Processes.shell("stat -c %a \(q(m))/Albums/A/u \(q(m))/Albums/A/o").stdout, "700\n751\n")
     }
 
+    /// With allow_other the modes are always enforced (default_permissions whether asked
+    /// for or not), set-id bits never honoured, and by default only the owner and the group
+    /// get in (umask 027).
     func testAllowOtherAlwaysEnforcesTheModes() throws {
         // allow_other alone: nobody is not the owner nor in the group.
         mount = try MountedLibrary(library: lib, temp: temp, options: ["allow_other"])

@@ -18,7 +18,8 @@ extension FileSystem {
     /// the new name, and keeps it there until the name's invalidation arrives, after the
     /// reply. The bridge answers requests about that inode `ESTALE` until then
     /// (`MovedEntries`), so that a `chmod` or an open of the new name right after the
-    /// rename looks the name up again instead of changing that other object.
+    /// rename looks the name up again instead of changing that other object. Nil for
+    /// an inode with handles open (see below).
     @discardableResult
     public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws -> UInt64? {
         try checkWritable()
@@ -34,13 +35,14 @@ extension FileSystem {
         var moved: UInt64?
         try afterCloses(of: { try renamed(name, from: from, to: to, newName: newName) },
                         files: { [$0.0, $0.1] }) { source, target in
-            // Handles open on it through a writer go with the name (`hidePhotoEntry`,
-            // `saveOver`), and so does the kernel inode they were opened through: it
-            // stands for what the new name shows from then on.
-            let handsOver = writers.get(source.ino).map { !handles.nodes(of: $0).isEmpty } ?? false
+            // Not an inode with handles open: those open for writing go with the name
+            // (`hidePhotoEntry`, `saveOver`), and so does the kernel inode they were
+            // opened through; and a server holding it (nfs-ganesha, Samba) reopens it
+            // by handle, which must not fail.
+            let held = !handles.nodes(ofInode: source.ino).isEmpty
             try rename(source, from: from, name: name, target: target, to: to, newName: newName,
                        parent: parent, newParent: newParent, flags: flags)
-            moved = handsOver ? nil : source.ino
+            moved = held ? nil : source.ino
         }
         guard let moved, (try? lookupEntry(in: to, name: newName))??.ino != moved,
               (try? item(moved))??.ino == moved else { return nil }
