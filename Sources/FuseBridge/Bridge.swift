@@ -19,8 +19,6 @@ final class Bridge: @unchecked Sendable {
     private let notifier = DispatchQueue(label: "albumfs.invalidate")
     /// Where requests that may wait for a thumbnail are answered (`ThumbnailWaits`).
     private let thumbnailWaits = ThumbnailWaits(threads: 8)
-    /// Inodes whose entry a rename just moved onto a name showing another object.
-    let movedEntries = MovedEntries()
 
     init(fs: FileSystem) {
         self.fs = fs
@@ -49,29 +47,6 @@ final class Bridge: @unchecked Sendable {
     /// that looks at the file right after sees what the close made of it (bytes the
     /// library had become that photo, with its inode number).
     func waitForQueuedNames() { notifier.sync {} }
-
-    /// After a rename's reply: the kernel drops `name` in folder node `parent` (the entry
-    /// it moved there, standing for inode `moved`); requests about `moved` are answered
-    /// again a moment later (`MovedEntries`).
-    func dropMovedEntry(parent: UInt64, name: [UInt8], moved: UInt64) {
-        guard session != nil else { movedEntries.invalidated(moved); return }
-        notifier.async { [self] in
-            guard let session = self.session else { movedEntries.invalidated(moved); return }
-            _ = name.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { fuse_lowlevel_notify_inval_entry(session, parent, $0.baseAddress, buffer.count) }
-            }
-            movedEntries.invalidated(moved)
-        }
-    }
-
-    /// ESTALE for a request about an inode whose entry a rename just moved away: the
-    /// kernel looks the path up again (`MovedEntries`). True when it answered.
-    func refusedAsMoved(_ req: fuse_req_t?, _ ino: UInt64) -> Bool {
-        guard movedEntries.isMoved(ino) else { return false }
-        Log.debug("request about \(ino), whose entry a rename just moved onto another name: ESTALE, so that the kernel looks the name up again")
-        fuse_reply_err(req, ESTALE)
-        return true
-    }
 
     /// Listings and attributes are dropped at once, from the request's own thread
     /// (`fuse_reverse_inval_inode` takes no lock a request holds); names are queued and

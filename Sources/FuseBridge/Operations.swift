@@ -22,7 +22,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             b.handle(req, "lookup \(shown) in \(parent)") {
                 // "." is how an NFS server finds a handle's node: the answer is that very node.
                 let found = try b.fs.lookup(parent: b.ino(parent), name: asked, pid: caller(req))
-                b.movedEntries.found(found.attributes.ino)  // a true path to it
                 b.replyFound(req, found, asked: asked, node: asked == [0x2E] ? parent : nil)
             }
         }
@@ -40,7 +39,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.open = { req, ino, fi in
         let b = Bridge.from(req)
         guard let fi else { fuse_reply_err(req, EINVAL); return }
-        if b.refusedAsMoved(req, b.ino(ino)) { return }
         let request = HandedOver(req: req, info: fi.pointee)
         b.answer(about: b.ino(ino)) {
             var request = request
@@ -127,16 +125,12 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.rename = { req, parent, name, newParent, newName, flags in
         let b = Bridge.from(req)
         b.handle(req, "rename \(display(name)) in \(parent) to \(display(newName)) in \(newParent)") {
-            let moved = try b.fs.rename(parent: b.ino(parent), name: bytes(name), newParent: b.ino(newParent), newName: bytes(newName),
-                                        flags: UInt32(flags))
-            if let moved { b.movedEntries.moved(moved) }
+            try b.fs.rename(parent: b.ino(parent), name: bytes(name), newParent: b.ino(newParent), newName: bytes(newName), flags: UInt32(flags))
             fuse_reply_err(req, 0)
-            if let moved { b.dropMovedEntry(parent: newParent, name: bytes(newName), moved: moved) }
         }
     }
     ops.link = { req, ino, newParent, newName in
         let b = Bridge.from(req)
-        if b.refusedAsMoved(req, b.ino(ino)) { return }
         b.handle(req, "link \(ino) as \(display(newName)) in \(newParent)") {
             b.replyEntry(req, try b.fs.link(ino: b.ino(ino), newParent: b.ino(newParent), newName: bytes(newName)))
         }
@@ -202,7 +196,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.fsyncdir = { req, _, _, _ in fuse_reply_err(req, 0) }
     ops.setattr = { req, ino, attr, toSet, fi in
         let b = Bridge.from(req)
-        if fi == nil, b.refusedAsMoved(req, b.ino(ino)) { return }
         b.handle(req, "setattr \(ino)") {
             var changes = FileSystem.AttributeChanges()
             if let attr {
@@ -223,7 +216,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     }
     ops.setxattr = { req, ino, name, value, size, flags in
         let b = Bridge.from(req)
-        if b.refusedAsMoved(req, b.ino(ino)) { return }
         b.handle(req, "setxattr \(display(name)) of \(ino)") {
             let data = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
             try b.fs.setxattr(b.ino(ino), name: display(name), value: data, flags: flags)
@@ -232,7 +224,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     }
     ops.removexattr = { req, ino, name in
         let b = Bridge.from(req)
-        if b.refusedAsMoved(req, b.ino(ino)) { return }
         b.handle(req, "removexattr \(display(name)) of \(ino)") {
             try b.fs.removexattr(b.ino(ino), name: display(name))
             fuse_reply_err(req, 0)

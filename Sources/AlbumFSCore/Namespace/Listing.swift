@@ -62,11 +62,11 @@ extension FileSystem {
     public func readdir(_ ino: UInt64, after: Int64, limit: Int) throws -> [DirectoryEntry] {
         let page = try pageReadAhead(ino, after: after, limit: limit)
             ?? library.read(snapshot: true) { r in try readdir(ino, after: after, limit: limit, r) }
-        // Photos a save's temporary file brought back from Recently Deleted moments ago:
-        // listed without attributes, so that the kernel keeps no name of theirs
-        // (`Found.keepName`); and photos and thumbnails whose save is landing or just
+        // Photos a close brought back from Recently Deleted, or made a name of here,
+        // moments ago: listed without attributes, so that the kernel keeps no name of
+        // theirs (`Found.keepName`); and photos and thumbnails whose save is landing or just
         // landed, whose size the kernel must not keep (`OpensAcrossSaves.savedRecently`).
-        let restored = saves.restoredAssets(in: ino), saved = opensAcrossSaves.inodesSavedRecently()
+        let restored = saves.assetsKeepingNoName(in: ino), saved = opensAcrossSaves.inodesSavedRecently()
         guard !restored.isEmpty || !saved.isEmpty else { return page }
         return page.map { entry in
             guard entry.attributes?.kind == .file,

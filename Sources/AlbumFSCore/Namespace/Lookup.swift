@@ -17,10 +17,10 @@ extension FileSystem {
         public let attributes: Attributes
         public let name: String
         /// Whether the kernel may keep the name. Not for a photo a close brought back
-        /// from Recently Deleted moments ago: renamed over another photo (a save's
-        /// temporary file), it goes back there, and the name it is moved to must lead to
-        /// the photo saved at once, not to it (entry invalidations arrive after the
-        /// rename has returned).
+        /// from Recently Deleted, or made a name of here, moments ago: renamed over
+        /// another photo (a save's temporary file), it lives on, and the name it is
+        /// moved to must lead to the photo saved at once, not to it (entry
+        /// invalidations arrive after the rename has returned; `SaveWindow`).
         public var keepName = true
         /// Whether the kernel may keep its attributes: not a photo's or thumbnail's whose
         /// save is landing or just landed (`OpensAcrossSaves.savedRecently`).
@@ -75,7 +75,7 @@ extension FileSystem {
             throw FSError.noEntry(name)
         }
         var found = Found(attributes: attributes, name: shownAs)
-        if case .asset(let asset) = item, saves.restored(asset.id, in: parent) != nil { found.keepName = false }
+        if case .asset(let asset) = item, saves.keepsNoName(asset.id, in: parent) { found.keepName = false }
         if attributes.kind == .file, opensAcrossSaves.savedRecently(attributes.ino) { found.keepAttributes = false }
         return found
     }

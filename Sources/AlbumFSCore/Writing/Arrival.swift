@@ -257,6 +257,8 @@ extension FileSystem {
             saves.forget(asset.id)
             if let trashedAt = asset.trashedAt, Rules.keepsSaves(Rules.Folder(folder)) {
                 saves.restoredByClose(asset.id, in: folder.ino, sha256: asset.sha256, name: asset.name, trashedAt: trashedAt)
+            } else if Rules.keepsSaves(Rules.Folder(folder)) {
+                saves.joinedByClose(asset.id, in: folder.ino)
             }
         }
         // The photo got bytes by another way than its own writer's close. Its own bytes

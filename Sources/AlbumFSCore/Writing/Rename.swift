@@ -12,16 +12,7 @@ extension FileSystem {
     /// overlayfs asks for it, and a rename that ignored it would break that promise.
     public static let renameWhiteout: UInt32 = 4
 
-    /// Returns the inode the renamed entry was, when the new name shows another object
-    /// now and that inode lives on as itself (a photo saved over another or renamed to a
-    /// hidden name stays in the library): the kernel moved its entry of that inode onto
-    /// the new name, and keeps it there until the name's invalidation arrives, after the
-    /// reply. The bridge answers requests about that inode `ESTALE` until then
-    /// (`MovedEntries`), so that a `chmod` or an open of the new name right after the
-    /// rename looks the name up again instead of changing that other object. Nil for
-    /// an inode with handles open (see below).
-    @discardableResult
-    public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws -> UInt64? {
+    public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws {
         try checkWritable()
         // Swapping two names is one step on a disk; here a name may be an album
         // membership, a plain file or a save in progress, and no tool a photo library
@@ -32,21 +23,11 @@ extension FileSystem {
         let name = try validName(nameBytes)
         let newName = try validName(newBytes)
         let (from, to) = try library.read { r in (try folder(parent, in: r), try folder(newParent, in: r)) }
-        var moved: UInt64?
         try afterCloses(of: { try renamed(name, from: from, to: to, newName: newName) },
                         files: { [$0.0, $0.1] }) { source, target in
-            // Not an inode with handles open: those open for writing go with the name
-            // (`hidePhotoEntry`, `saveOver`), and so does the kernel inode they were
-            // opened through; and a server holding it (nfs-ganesha, Samba) reopens it
-            // by handle, which must not fail.
-            let held = !handles.nodes(ofInode: source.ino).isEmpty
             try rename(source, from: from, name: name, target: target, to: to, newName: newName,
                        parent: parent, newParent: newParent, flags: flags)
-            moved = held ? nil : source.ino
         }
-        guard let moved, (try? lookupEntry(in: to, name: newName))??.ino != moved,
-              (try? item(moved))??.ino == moved else { return nil }
-        return moved
     }
 
     /// The entries a rename moves and replaces.

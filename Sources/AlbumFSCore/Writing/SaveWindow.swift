@@ -15,6 +15,13 @@ import AlbumCore
 /// - Restored photos. A file whose close brought a photo back from Recently Deleted (its
 ///   bytes), in this one folder: renamed over another photo, it was a save's temporary
 ///   file, and the photo goes back as it was (its name, its deletion time).
+/// - Joined photos. A file whose close made it a name of a photo the library held
+///   elsewhere (its bytes), in this one folder: renamed over another photo, that photo
+///   stays where it was. Restored and joined photos live on after such a rename, so the
+///   kernel keeps none of their names here for the minute (`keepsNoName`): the name
+///   they are renamed to must lead to the photo saved at once, not to them (entry
+///   invalidations arrive after the rename has returned; a review found a `chmod` and a
+///   write right after such a save landing on the other photo).
 ///
 /// Each entry has its own minute, keyed by folder and name: a busy folder does not cut
 /// another save's minute short. The table holds at most `capacity` entries (the oldest
@@ -65,10 +72,16 @@ final class SaveWindow: Sendable {
         let trashedAt: Int64
     }
 
+    struct Joined: Sendable {
+        let folder: UInt64
+        let atNs: Int64
+    }
+
     private struct State {
         var vacated: [Slot: Vacated] = [:]
         var fresh: [Int64: Fresh] = [:]
         var restored: [Int64: Restored] = [:]
+        var joined: [Int64: Joined] = [:]
     }
 
     private let state = Locked(State())
@@ -163,12 +176,26 @@ final class SaveWindow: Sendable {
         state.withLock { s in Self.arrival(asset, in: folder, s.restored, now: now) }
     }
 
-    /// The photos brought back by a close in `folder` within the minute (none, almost
-    /// always: a look at an empty table).
-    func restoredAssets(in folder: UInt64, now: Int64 = nowNanoseconds()) -> Set<Int64> {
+    /// `asset`, a photo the library held, got a name in `folder` by a close just now.
+    func joinedByClose(_ asset: Int64, in folder: UInt64, now: Int64 = nowNanoseconds()) {
+        state.withLock { s in Self.keep(Joined(folder: folder, atNs: now), as: asset, in: &s.joined) }
+    }
+
+    /// Whether the kernel is to keep no name of `asset` in `folder`: a close brought it
+    /// back from Recently Deleted there, or made it a name there, within the minute.
+    func keepsNoName(_ asset: Int64, in folder: UInt64, now: Int64 = nowNanoseconds()) -> Bool {
         state.withLock { s in
-            guard !s.restored.isEmpty else { return [] }
+            Self.arrival(asset, in: folder, s.restored, now: now) != nil || Self.arrival(asset, in: folder, s.joined, now: now) != nil
+        }
+    }
+
+    /// The photos of `folder` whose names the kernel is to keep none of (`keepsNoName`;
+    /// none, almost always: a look at two empty tables).
+    func assetsKeepingNoName(in folder: UInt64, now: Int64 = nowNanoseconds()) -> Set<Int64> {
+        state.withLock { s in
+            guard !s.restored.isEmpty || !s.joined.isEmpty else { return [] }
             return Set(s.restored.filter { $0.value.folder == folder && Self.live($0.value.atNs, now) }.keys)
+                .union(s.joined.filter { $0.value.folder == folder && Self.live($0.value.atNs, now) }.keys)
         }
     }
 
@@ -185,6 +212,7 @@ final class SaveWindow: Sendable {
             s.vacated = s.vacated.filter { Self.live($0.value.atNs, now) }
             s.fresh = s.fresh.filter { Self.live($0.value.atNs, now) }
             s.restored = s.restored.filter { Self.live($0.value.atNs, now) }
+            s.joined = s.joined.filter { Self.live($0.value.atNs, now) }
         }
     }
 }
@@ -192,3 +220,4 @@ final class SaveWindow: Sendable {
 extension SaveWindow.Vacated: SaveWindow.Dated {}
 extension SaveWindow.Fresh: SaveWindow.Arrived {}
 extension SaveWindow.Restored: SaveWindow.Arrived {}
+extension SaveWindow.Joined: SaveWindow.Arrived {}
