@@ -324,31 +324,37 @@ extension FileSystem {
                 return try tx.createPlainFile(named: name, in: newParent, mode: mode, blob: asset.sha256, mtimeNs: asset.mtimeNanoseconds)
             }
         }
-        // Inside the writer's `io`: no write or close changes the bytes while they are copied.
-        let file = try writers.get(UInt64(asset.id)).map { writer in
-            try writer.io { () throws -> PlainFile in
-                guard let shown = writer.pendingAttributes(), let bytes = writer.readable().0 else { return try linkVersion() }
-                let own = try newInodeNumber()
-                do {
-                    try explained("cannot make \(name)") {
-                        let made = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
-                        try SystemCalls.copyAll(from: bytes, to: made, length: shown.size)
-                        try made.setModificationTime(nanoseconds: shown.mtimeNs)
-                        try made.sync()  // before the row names it
-                        try library.files.syncFolder(.plainFiles)
-                    }
-                    return try library.write { tx in
-                        try expectFree(name, in: folder, tx)
-                        return try tx.createPlainFile(named: name, in: newParent, mode: mode, id: own, mtimeNs: shown.mtimeNs)
-                    }
-                } catch {
-                    discard(.plainFile(own))
-                    throw error
+        func linkShown(by writer: Writer) throws -> PlainFile {
+            guard let shown = writer.pendingAttributes(), let bytes = writer.readable().0 else { return try linkVersion() }
+            let own = try newInodeNumber()
+            do {
+                try explained("cannot make \(name)") {
+                    _ = try plainCopy(own, of: bytes, length: shown.size, mtimeNs: shown.mtimeNs)
+                    try library.files.syncFolder(.plainFiles)
                 }
+                return try library.write { tx in
+                    try expectFree(name, in: folder, tx)
+                    return try tx.createPlainFile(named: name, in: newParent, mode: mode, id: own, mtimeNs: shown.mtimeNs)
+                }
+            } catch {
+                discard(.plainFile(own))
+                throw error
             }
-        } ?? linkVersion()
+        }
+        // Inside the writer's `io`: no write or close changes the bytes while they are copied.
+        let file = try writers.get(UInt64(asset.id)).map { writer in try writer.io { try linkShown(by: writer) } } ?? linkVersion()
         afterChange(folders: [newParent], entries: [(newParent, name)])
         return try attributes(of: file)
+    }
+
+    /// Plain file `own`'s bytes made as a copy of `length` bytes of `source`, with mtime
+    /// `mtimeNs`, synced before a row names them; open for reading and writing.
+    func plainCopy(_ own: Int64, of source: FileDescriptor, length: Int64, mtimeNs: Int64) throws -> FileDescriptor {
+        let made = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        try SystemCalls.copyAll(from: source, to: made, length: length)
+        try made.setModificationTime(nanoseconds: mtimeNs)
+        try made.sync()
+        return made
     }
 
     // MARK: symbolic links

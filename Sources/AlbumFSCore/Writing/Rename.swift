@@ -425,15 +425,12 @@ extension FileSystem {
                     try explained("cannot make \(newName)") {
                         if let pending {
                             try library.files.link(pending, to: .plainFile(own))
+                        } else if untouched {
+                            // Synced before the row names it: the photo may leave its last
+                            // folder here. A rename keeps its mtime.
+                            copy = try plainCopy(own, of: try library.openBlob(of: asset), length: asset.size, mtimeNs: asset.mtimeNanoseconds)
                         } else {
-                            let made = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
-                            if untouched {
-                                // Synced before the row names it: the photo may leave its last folder here.
-                                try SystemCalls.copyAll(from: try library.openBlob(of: asset), to: made, length: asset.size)
-                                try made.setModificationTime(nanoseconds: asset.mtimeNanoseconds)  // a rename keeps it
-                                try made.sync()
-                                copy = made
-                            }
+                            _ = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
                         }
                         try library.files.syncFolder(.plainFiles)
                     }

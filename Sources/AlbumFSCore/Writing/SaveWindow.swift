@@ -192,10 +192,12 @@ final class SaveWindow: Sendable {
     /// The photos of `folder` whose names the kernel is to keep none of (`keepsNoName`;
     /// none, almost always: a look at two empty tables).
     func assetsKeepingNoName(in folder: UInt64, now: Int64 = nowNanoseconds()) -> Set<Int64> {
-        state.withLock { s in
+        func arrived<Entry: Arrived>(_ table: [Int64: Entry]) -> Set<Int64> {
+            Set(table.filter { $0.value.folder == folder && Self.live($0.value.atNs, now) }.keys)
+        }
+        return state.withLock { s in
             guard !s.restored.isEmpty || !s.joined.isEmpty else { return [] }
-            return Set(s.restored.filter { $0.value.folder == folder && Self.live($0.value.atNs, now) }.keys)
-                .union(s.joined.filter { $0.value.folder == folder && Self.live($0.value.atNs, now) }.keys)
+            return arrived(s.restored).union(arrived(s.joined))
         }
     }
 

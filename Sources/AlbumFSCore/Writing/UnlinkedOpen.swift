@@ -138,14 +138,15 @@ extension FileSystem {
     /// its own kernel inode, before readers of another version on other ones.
     private func heldBytes(_ ino: UInt64, node: UInt64? = nil) -> FileDescriptor? {
         let writer = removedFileWriter(ino)
+        let onWritersNode = node.map { node in writer.map { handles.nodes(of: $0).contains(node) } ?? false } ?? false
         // A kernel inode that only readers hold says their version's size, also when a
         // writer on another one holds other bytes: as it did before the photo left.
-        if let node, !(writer.map { handles.nodes(of: $0).contains(node) } ?? false),
-           handles.nodes(ofInode: ino).contains(node), let fd = handles.descriptor(of: ino, preferring: node) {
+        if let node, !onWritersNode, handles.nodes(ofInode: ino).contains(node),
+           let fd = handles.descriptor(of: ino, preferring: node) {
             return fd
         }
         if let fd = writer?.readable().0 { return fd }
-        if let writer, let node, handles.nodes(of: writer).contains(node), let fd = shownVersion(writer) { return fd }
+        if let writer, onWritersNode, let fd = shownVersion(writer) { return fd }
         return handles.descriptor(of: ino, preferring: node) ?? writer.flatMap(shownVersion)
     }
 
