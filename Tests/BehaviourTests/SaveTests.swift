@@ -575,6 +575,41 @@ struct SaveTests {
         #expect(try f.versions() == 1)
     }
 
+    /// A save through a backup name (`mv P.jpg P.jpg~`, then the next version written as
+    /// `P.jpg`, or a temporary file renamed to it) while a handle is open for writing on
+    /// the photo: the handle goes with the backup, as on a disk, where it writes into the
+    /// file now named `P.jpg~`. Before, what it wrote after the save went nowhere, its
+    /// close returning 0, and bytes it had written before the save were dropped.
+    @Test(arguments: Kind.allCases)
+    func aSaveThroughABackupNameHandsTheWritingHandlesToTheBackup(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        // Open with nothing written yet.
+        let h = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/P.jpg~")
+        try f.fs.put("Albums/Trip/P.jpg", Fixture.photoA)
+        try f.fs.write(h, Array("xyz".utf8), at: 0)
+        #expect(try f.fs.read(h, count: 1 << 20, at: 0) == Array("xyz".utf8) + Fixture.photoP[3...])
+        try f.fs.close(h)
+        #expect(try f.fs.get("Albums/Trip/P.jpg~") == Array("xyz".utf8) + Fixture.photoP[3...])
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoA)
+        #expect(try f.versions() == 2)
+        try f.expectPKept()
+
+        // With bytes written before the save, which is a temporary file renamed to the name.
+        let g = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
+        try f.fs.write(g, Array("abc".utf8), at: 0)
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/P.jpg.orig")
+        try f.fs.put("Albums/Trip/.P.jpg.tmp", Fixture.photoB)
+        try f.fs.rename("Albums/Trip/.P.jpg.tmp", "Albums/Trip/P.jpg")
+        try f.fs.write(g, Array("def".utf8), at: 3)
+        try f.fs.close(g)
+        #expect(try f.fs.get("Albums/Trip/P.jpg.orig") == Array("abcdef".utf8) + Fixture.photoA[6...])
+        #expect(try f.fs.get("Albums/Other/P.jpg") == Fixture.photoB)
+        #expect(try f.names("Albums/Trip") == ["P.jpg", "P.jpg.orig", "P.jpg~"])
+        #expect(try f.versions() == 3, "neither handle's bytes are a version")
+        try f.expectPKept()
+    }
+
     /// truncate(1) by path of a photo a viewer holds open: `stat` shows the new size (the
     /// plain-directory oracle found the old one, the size of the version the viewer's
     /// kernel inode reads in passthrough), and the viewer reads the version it opened.

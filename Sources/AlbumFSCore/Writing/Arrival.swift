@@ -145,6 +145,9 @@ extension FileSystem {
             if !inFlight { blobsInFlight.waitWhilePlaced(bytes.sha256) }
             placement = try explained("cannot store \(name)") { try library.placeBlob(file) }
         }
+        /// What the photo's writing handles take with the backup name of a save through
+        /// the name it left (prepared by `withBackupHandles`).
+        var handover: PlainHandover?
         /// The destiny carried out, in the landing's transaction.
         func carry(_ destiny: Destiny, _ tx: Transaction) throws -> Landed {
             switch destiny {
@@ -153,7 +156,7 @@ extension FileSystem {
             case .version(let photo, let vacated):
                 let before = try tx.asset(id: photo.id) ?? photo
                 let backup = try saveVersion(tx, of: before, bytes: bytes, explicitMtimeNs: explicitMtimeNs,
-                                             vacated: vacated, folder: folder, name: name)
+                                             vacated: vacated, handover: handover, folder: folder, name: name)
                 if let given = modeASaveGives(mode), given != (before.mode ?? Self.defaultFileMode) {
                     try tx.setMode(photo.id, given)
                 }
@@ -217,11 +220,13 @@ extension FileSystem {
         do {
             for attempt in 1...3 where landed == nil {
                 do {
-                    landed = try library.write { tx -> Landed in
-                        if decide != nil, let asset = destiny.asset, try tx.asset(id: asset.id) == nil {
-                            throw DestinyLeft(asset: asset)
+                    landed = try withBackupHandles(destiny, prepared: { handover = $0 }) {
+                        try library.write { tx -> Landed in
+                            if decide != nil, let asset = destiny.asset, try tx.asset(id: asset.id) == nil {
+                                throw DestinyLeft(asset: asset)
+                            }
+                            return try carryOut(tx)
                         }
-                        return try carryOut(tx)
                     }
                 } catch let left as DestinyLeft {
                     guard attempt < 3, let decide else { throw LibraryError.notFound("asset \(left.asset.id) (\(left.asset.name))") }
@@ -278,6 +283,44 @@ extension FileSystem {
         return landed
     }
 
+    /// A save through the name a photo left (`destiny` a version with `vacated`): `land`
+    /// runs inside the `io` of the photo's writer, if it has one, with what its writing
+    /// handles take with the backup name prepared (`prepared`), and hands them to the
+    /// backup once it is made. As on a disk, where `mv P.jpg P.jpg~` moves the file its
+    /// handles write into: what they write goes to the backup, neither into the new
+    /// version nor nowhere. Any other landing runs as it is.
+    private func withBackupHandles(_ destiny: Destiny, prepared: (PlainHandover?) -> Void,
+                                   _ land: () throws -> Landed) throws -> Landed {
+        guard case .version(let decided, let vacated?) = destiny, let writer = writers.get(UInt64(decided.id)) else {
+            prepared(nil)
+            return try land()
+        }
+        return try writer.io {
+            // The photo as it is now, under its writer's lock (its version for a copy).
+            let photo = (try? library.asset(id: decided.id)) ?? decided
+            let handover = try prepareHandover(of: writer, photo: photo, to: vacated.renamedTo)
+            prepared(handover)
+            let landed: Landed
+            do {
+                landed = try land()
+            } catch {
+                if let handover { cancelHandover(handover) }
+                throw error
+            }
+            guard let handover else { return landed }
+            guard let backup = landed.backup, backup.id == handover.own else {
+                // The tool removed its backup name before the save: the handles' file has
+                // no name left (their bytes are superseded, `supersedePendingBytes`).
+                cancelHandover(handover)
+                return landed
+            }
+            if completeHandover(handover, of: writer, photo: photo) {
+                Log.info("\(photo.name) got its next version under the name it left: its open handles write on into its backup \(backup.name)")
+            }
+            return landed
+        }
+    }
+
     /// The files whose bytes a landing of `destiny` changes: the photo, its thumbnail and
     /// its shared thumbnails (which carry its mtime).
     func inodesASaveChanges(_ destiny: Destiny) -> [UInt64] {
@@ -290,9 +333,10 @@ extension FileSystem {
     /// left `vacated.name` for `vacated.renamedTo` moments ago, and the new bytes arrive
     /// under the name it left): the photo takes its name back, and the renamed-away name
     /// becomes a plain file holding the previous version's bytes (the tool's backup:
-    /// visible, deletable, sharing the old blob). Returns that backup.
+    /// visible, deletable, sharing the old blob), or, with `handover`, the bytes the
+    /// photo's writing handles take with that name (`PlainHandover`). Returns that backup.
     func saveVersion(_ tx: Transaction, of photo: Asset, bytes: PhotoBytes, explicitMtimeNs: Int64?,
-                     vacated: SaveWindow.Vacated?, folder: Item, name: String) throws -> PlainFile? {
+                     vacated: SaveWindow.Vacated?, handover: PlainHandover?, folder: Item, name: String) throws -> PlainFile? {
         // The same bytes again (cp of the photo over itself) change nothing, unless the tool
         // set an mtime (cp -p).
         if photo.sha256 != bytes.sha256 || explicitMtimeNs != nil {
@@ -333,8 +377,11 @@ extension FileSystem {
             break
         }
         guard backupLeft else { return nil }
-        return try tx.createPlainFile(named: vacated.renamedTo, in: folder.ino, mode: photo.mode ?? Self.defaultFileMode,
-                                      blob: photo.sha256, mtimeNs: photo.mtimeNanoseconds)
+        let mode = photo.mode ?? Self.defaultFileMode
+        if let handover {
+            return try tx.createPlainFile(named: vacated.renamedTo, in: folder.ino, mode: mode, id: handover.own, mtimeNs: handover.mtimeNs)
+        }
+        return try tx.createPlainFile(named: vacated.renamedTo, in: folder.ino, mode: mode, blob: photo.sha256, mtimeNs: photo.mtimeNanoseconds)
     }
 
     /// The invalidations of a landing: the photo everywhere it shows (as it was and is),

@@ -391,19 +391,10 @@ extension FileSystem {
 
     /// A photo's entry renamed to a hidden or junk name (`.P.jpg.bak`) becomes a plain
     /// file there, and the photo leaves `from` as `rm` would take it. The plain file
-    /// holds the bytes the name showed:
-    /// - the photo's current version (it shares the blob);
-    /// - nothing, when the photo was emptied and no handle has it open; the
-    ///   photo stays emptied wherever it still is, as a truncated file's other links
-    ///   stay empty (until photo bytes come or its minute ends);
-    /// - the bytes handles are still writing into it, which go with the name, as a
-    ///   file's do on a disk: the writer's private copy becomes the plain file's bytes
-    ///   (linked there, its staging name removed), the writer becomes the plain file's
-    ///   (its handles write on into it, its close is a plain file's), and the photo,
-    ///   with no writer left, shows its last version where it still is;
-    /// - a copy of the photo's current version, when handles have it open for writing
-    ///   with nothing written yet: they go with the name all the same, so that what
-    ///   they write next is the plain file's and never reaches the photo.
+    /// holds the bytes the name showed, and takes the handles writing the photo with it
+    /// (`PlainHandover`); with no handle writing, the photo's current version (it shares
+    /// the blob). An emptied photo stays emptied wherever it still is, as a truncated
+    /// file's other links stay empty (until photo bytes come or its minute ends).
     private func hidePhotoEntry(_ asset: Asset, from: Item, name: String, to: Item, newName: String,
                                 replacing replacedPlain: PlainFile?) throws {
         try Rules.createFile(in: Rules.Folder(to), name: newName, folderName: to.displayName)
@@ -413,57 +404,25 @@ extension FileSystem {
         let writer = writers.writer(forAsset: asset.id)
         defer { forgetIfIdle(writer) }
         let handedOver: Bool = try writer.io {
-            let pending = writer.pendingCopy()
-            // Handles open for writing that wrote nothing yet go with the name as well:
-            // what they write next is the plain file's, never the photo's.
-            // (A copy of the whole photo: only for a handle that writes, never for readers.)
-            let untouched = pending == nil && writer.holdsCurrentBytesOpen && handles.writes(writer)
-            let own = pending != nil || untouched || writer.isEmptied ? try newInodeNumber() : nil
-            var copy: FileDescriptor?
+            let handover = try prepareHandover(of: writer, photo: asset, to: newName)
             do {
-                if let own {
-                    try explained("cannot make \(newName)") {
-                        if let pending {
-                            try library.files.link(pending, to: .plainFile(own))
-                        } else if untouched {
-                            // Synced before the row names it: the photo may leave its last
-                            // folder here. A rename keeps its mtime.
-                            copy = try plainCopy(own, of: try library.openBlob(of: asset), length: asset.size, mtimeNs: asset.mtimeNanoseconds)
-                        } else {
-                            _ = try library.files.open(.plainFile(own), flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
-                        }
-                        try library.files.syncFolder(.plainFiles)
-                    }
-                }
                 try library.write { tx in
                     try expectShown(.asset(asset), as: name, in: from, tx)
                     try expectEntry(replacedPlain.map { .plain($0) }, named: newName, in: to, renaming: .asset(asset), tx)
                     if let replacedPlain { try tx.removePlainName(replacedPlain) }
                     try remove(asset, as: name, by: removal, tx)
                     let mode = asset.mode ?? Self.defaultFileMode
-                    if let own {
-                        try tx.createPlainFile(named: newName, in: to.ino, mode: mode, id: own, mtimeNs: nowNanoseconds())
+                    if let handover {
+                        try tx.createPlainFile(named: newName, in: to.ino, mode: mode, id: handover.own, mtimeNs: handover.mtimeNs)
                     } else {
                         try tx.createPlainFile(named: newName, in: to.ino, mode: mode, blob: asset.sha256, mtimeNs: asset.mtimeNanoseconds)
                     }
                 }
             } catch {
-                if let own { discard(.plainFile(own)) }
+                if let handover { cancelHandover(handover) }
                 throw error
             }
-            if let own {
-                if let pending {
-                    writer.becamePlain(own)
-                    discard(pending)
-                } else if let copy {
-                    writer.becamePlain(own, own: copy)
-                }
-                if pending != nil || copy != nil {
-                    writers.becamePlain(writer, own)
-                    moveAway(asset, from: writer)
-                }
-            }
-            return pending != nil || copy != nil
+            return handover.map { completeHandover($0, of: writer, photo: asset) } ?? false
         }
         if handedOver {
             Log.info("\(name) was renamed to \(newName) while open for writing: what its handles write is that plain file's, and \(asset.name) shows its last version")
