@@ -86,6 +86,18 @@ struct albumfs_backing_map { int32_t fd; uint32_t flags; uint64_t padding; };
 #define ALBUMFS_DEV_IOC_BACKING_OPEN _IOW(229, 1, struct albumfs_backing_map)
 #define ALBUMFS_DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
 
+// FUSE_NOTIFY_INC_EPOCH (protocol 7.44, Linux 6.16): every name the kernel cached
+// before it is looked up again at its next use. libfuse 3.14 has no call for it; a
+// notification is a bare header written to the device (unique 0, the code as error).
+// Returns 0, or -errno (EINVAL from a kernel without it).
+#define ALBUMFS_NOTIFY_INC_EPOCH 8
+struct albumfs_out_header { uint32_t len; int32_t error; uint64_t unique; };
+
+static inline int shim_notify_inc_epoch(struct fuse_session *se) {
+    struct albumfs_out_header out = { sizeof(out), ALBUMFS_NOTIFY_INC_EPOCH, 0 };
+    return write(fuse_session_fd(se), &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : -errno;
+}
+
 // Registers `file` as a backing file; returns its id (> 0), or -1 with errno.
 static inline int shim_backing_open(struct fuse_session *se, int file) {
     struct albumfs_backing_map map = { file, 0, 0 };

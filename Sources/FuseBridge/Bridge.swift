@@ -3,6 +3,7 @@ import AlbumFSCore
 import CFuse
 import Dispatch
 import Glibc
+import Synchronization
 
 /// The state behind the C callbacks: the filesystem core and the session. Reached from
 /// a request through `fuse_req_userdata`.
@@ -19,6 +20,8 @@ final class Bridge: @unchecked Sendable {
     private let notifier = DispatchQueue(label: "albumfs.invalidate")
     /// Where requests that may wait for a thumbnail are answered (`ThumbnailWaits`).
     private let thumbnailWaits = ThumbnailWaits(threads: 8)
+    /// Whether the log said that this kernel cannot expire cached names.
+    private let epochMissingLogged = Atomic<Bool>(false)
 
     init(fs: FileSystem) {
         self.fs = fs
@@ -47,6 +50,21 @@ final class Bridge: @unchecked Sendable {
     /// that looks at the file right after sees what the close made of it (bytes the
     /// library had become that photo, with its inode number).
     func waitForQueuedNames() { notifier.sync {} }
+
+    /// Every name the kernel has cached is looked up again at its next use
+    /// (`FUSE_NOTIFY_INC_EPOCH`). It takes no lock, so a handler sends it itself, before
+    /// its reply: a rename whose moved entry would name another object from then on
+    /// (`FileSystem.rename`) sends it so that the entry is stale before the renaming
+    /// program can use it. A kernel before Linux 6.16 has no such notification: there,
+    /// the name's invalidation after the reply is all (the moment docs/namespace.md
+    /// describes), said once in the log.
+    func expireCachedNames() {
+        guard let session else { return }
+        let result = shim_notify_inc_epoch(session)
+        if result != 0 && !epochMissingLogged.exchange(true, ordering: .relaxed) {
+            Log.info("this kernel cannot expire cached names at once (\(String(cString: strerror(-result)))): a change through a name a photo was renamed to may reach the photo in the moment after the rename")
+        }
+    }
 
     /// Listings and attributes are dropped at once, from the request's own thread
     /// (`fuse_reverse_inval_inode` takes no lock a request holds); names are queued and

@@ -12,7 +12,18 @@ extension FileSystem {
     /// overlayfs asks for it, and a rename that ignored it would break that promise.
     public static let renameWhiteout: UInt32 = 4
 
-    public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws {
+    /// Returns whether the kernel's entry that the rename moves names another object
+    /// from now on: the new name shows something else than the inode renamed (a photo
+    /// renamed to a hidden name, which is a plain file of its own there; a photo that a
+    /// close had made a name of, renamed over another photo), while that inode lives on
+    /// as itself (the photo, in its other folders). On a disk the inode moves with the
+    /// name; here the kernel would keep the moved entry, standing for the photo, under
+    /// the new name until the name's invalidation, which can only be sent after the
+    /// reply (the rename holds both folders' locks): a `chmod` of the new name right
+    /// after changed the photo (2 of 6 runs). The bridge then has the kernel look every
+    /// cached name up again before it replies (`Bridge.expireCachedNames`).
+    @discardableResult
+    public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws -> Bool {
         try checkWritable()
         // Swapping two names is one step on a disk; here a name may be an album
         // membership, a plain file or a save in progress, and no tool a photo library
@@ -23,11 +34,15 @@ extension FileSystem {
         let name = try validName(nameBytes)
         let newName = try validName(newBytes)
         let (from, to) = try library.read { r in (try folder(parent, in: r), try folder(newParent, in: r)) }
+        var moved: UInt64?
         try afterCloses(of: { try renamed(name, from: from, to: to, newName: newName) },
                         files: { [$0.0, $0.1] }) { source, target in
             try rename(source, from: from, name: name, target: target, to: to, newName: newName,
                        parent: parent, newParent: newParent, flags: flags)
+            moved = source.ino
         }
+        guard let moved else { return false }
+        return (try? lookupEntry(in: to, name: newName))??.ino != moved && (try? item(moved))??.ino == moved
     }
 
     /// The entries a rename moves and replaces.
