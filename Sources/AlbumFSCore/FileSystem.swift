@@ -190,6 +190,13 @@ public final class FileSystem: Sendable {
         /// The attributes of one kernel inode, by node id: an earlier one of a photo that
         /// moved to a new kernel inode (`KernelNodes`).
         case node(UInt64)
+        /// Every name the kernel has cached, stale at once: looked up again at its next
+        /// use. Sent before the reply (it takes no lock). For a kernel entry that names
+        /// another object from now on and that no single name's invalidation can reach in
+        /// time: the entry a rename moved onto a name that shows something else now
+        /// (`rename`), the names of a photo that moved to a new kernel inode
+        /// (`forgetNames`). A kernel without it gets the names' own invalidations only.
+        case allNames
     }
 
     /// Where invalidations go (the bridge queues them and sends them after its reply).
@@ -210,7 +217,7 @@ public final class FileSystem: Sendable {
         send(items.map { item in
             switch item {
             case .attributes(let ino): return .node(kernelNodes.node(of: ino))
-            case .listing, .entry, .node: return item
+            case .listing, .entry, .node, .allNames: return item
             }
         })
     }

@@ -52,13 +52,12 @@ final class Bridge: @unchecked Sendable {
     func waitForQueuedNames() { notifier.sync {} }
 
     /// Every name the kernel has cached is looked up again at its next use
-    /// (`FUSE_NOTIFY_INC_EPOCH`). It takes no lock, so a handler sends it itself, before
-    /// its reply: a rename whose moved entry would name another object from then on
-    /// (`FileSystem.rename`) sends it so that the entry is stale before the renaming
-    /// program can use it. A kernel before Linux 6.16 has no such notification: there,
-    /// the name's invalidation after the reply is all (the moment docs/namespace.md
-    /// describes), said once in the log.
-    func expireCachedNames() {
+    /// (`FUSE_NOTIFY_INC_EPOCH`; `FileSystem.Invalidation.allNames` says when). It takes
+    /// no lock, so the handler sends it itself, before its reply: the entries it makes
+    /// stale are so before the program that made the change can use them. A kernel
+    /// before Linux 6.16 has no such notification: there, the names' invalidations after
+    /// the reply are all (the moment docs/namespace.md describes), said once in the log.
+    private func expireCachedNames() {
         guard let session else { return }
         let result = shim_notify_inc_epoch(session)
         if result != 0 && !epochMissingLogged.exchange(true, ordering: .relaxed) {
@@ -83,6 +82,8 @@ final class Bridge: @unchecked Sendable {
                 _ = fuse_lowlevel_notify_inval_inode(session, node, -1, 0)
             case .entry(let parent, let name):
                 names.append((parent, name))
+            case .allNames:
+                expireCachedNames()
             }
         }
         guard !names.isEmpty else { return }

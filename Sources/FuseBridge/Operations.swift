@@ -125,9 +125,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     ops.rename = { req, parent, name, newParent, newName, flags in
         let b = Bridge.from(req)
         b.handle(req, "rename \(display(name)) in \(parent) to \(display(newName)) in \(newParent)") {
-            let movedEntryNamesAnother = try b.fs.rename(parent: b.ino(parent), name: bytes(name), newParent: b.ino(newParent),
-                                                         newName: bytes(newName), flags: UInt32(flags))
-            if movedEntryNamesAnother { b.expireCachedNames() }
+            try b.fs.rename(parent: b.ino(parent), name: bytes(name), newParent: b.ino(newParent), newName: bytes(newName), flags: UInt32(flags))
             fuse_reply_err(req, 0)
         }
     }

@@ -111,7 +111,9 @@ extension FileSystem {
         let node = kernelNodes.node(of: ino)
         guard handles.heldByReaders(node) else { return }
         kernelNodes.advance(ino, from: node, inUse: handles.inUse)
-        invalidate([.node(node)])
+        // Every cached name stale before the reply (the caller's drop of the photo's
+        // names comes after it): a `stat` by path right after reaches the new one.
+        invalidate([.node(node), .allNames])
     }
 
     /// Handles of photo `asset` that a rename handed to another file (`Writer.becamePlain`),

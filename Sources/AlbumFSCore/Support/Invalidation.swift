@@ -22,9 +22,13 @@ extension FileSystem {
     }
 
     /// The names of `asset` everywhere it shows, dropped without a change: its kernel
-    /// inode moved (`openElsewhere`), so lookups must reach the daemon again, while its
-    /// listings and attributes, and the library's time, stay as they are.
+    /// inode moved (`openElsewhere`, `moveAway`), so lookups must reach the daemon again,
+    /// while its listings and attributes, and the library's time, stay as they are. Those
+    /// names are dropped after the reply; every cached name is made stale before it
+    /// (`Invalidation.allNames`, as `movePastReaders` does), so that a `stat` or a change
+    /// by path right after reaches the new kernel inode.
     func forgetNames(of asset: Asset) {
+        invalidate([.allNames])
         invalidate(folders: [], files: [], names: touchedBy(views: asset).names)
     }
 

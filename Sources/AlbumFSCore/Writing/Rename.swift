@@ -12,18 +12,7 @@ extension FileSystem {
     /// overlayfs asks for it, and a rename that ignored it would break that promise.
     public static let renameWhiteout: UInt32 = 4
 
-    /// Returns whether the kernel's entry that the rename moves names another object
-    /// from now on: the new name shows something else than the inode renamed (a photo
-    /// renamed to a hidden name, which is a plain file of its own there; a photo that a
-    /// close had made a name of, renamed over another photo), while that inode lives on
-    /// as itself (the photo, in its other folders). On a disk the inode moves with the
-    /// name; here the kernel would keep the moved entry, standing for the photo, under
-    /// the new name until the name's invalidation, which can only be sent after the
-    /// reply (the rename holds both folders' locks): a `chmod` of the new name right
-    /// after changed the photo (2 of 6 runs). The bridge then has the kernel look every
-    /// cached name up again before it replies (`Bridge.expireCachedNames`).
-    @discardableResult
-    public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws -> Bool {
+    public func rename(parent: UInt64, name nameBytes: [UInt8], newParent: UInt64, newName newBytes: [UInt8], flags: UInt32) throws {
         try checkWritable()
         // Swapping two names is one step on a disk; here a name may be an album
         // membership, a plain file or a save in progress, and no tool a photo library
@@ -41,8 +30,18 @@ extension FileSystem {
                        parent: parent, newParent: newParent, flags: flags)
             moved = source.ino
         }
-        guard let moved else { return false }
-        return (try? lookupEntry(in: to, name: newName))??.ino != moved && (try? item(moved))??.ino == moved
+        // The kernel's entry the rename moves names another object from now on when the
+        // new name shows something else than the inode renamed (a photo renamed to a
+        // hidden name, which is a plain file of its own there; a photo a close had made
+        // a name of, renamed over another photo) while that inode lives on as itself (the
+        // photo, in its other folders). On a disk the inode moves with the name; here the
+        // kernel would keep the moved entry, standing for the photo, under the new name
+        // until the name's invalidation, which can only come after the reply (the rename
+        // holds both folders' locks): a `chmod` of the new name right after changed the
+        // photo (3 of 30 rounds). Every cached name is made stale instead, before the reply.
+        if let moved, (try? lookupEntry(in: to, name: newName))??.ino != moved, (try? item(moved))??.ino == moved {
+            invalidate([.allNames])
+        }
     }
 
     /// The entries a rename moves and replaces.
