@@ -262,4 +262,46 @@ final class EditingToolTests: MountTestCase {
         }
         XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
     }
+
+    /// A save through a backup name (`mv P.jpg P.jpg~`, the backup read, a temporary
+    /// file renamed to `P.jpg`), then the backup changed at once: the `chmod` and the
+    /// attribute reach the backup (a plain file now), never the photo, which shows the
+    /// new version in its other album. The kernel's entry of the backup's name, made by
+    /// the read, stood for the photo until the name's invalidation after the reply; the
+    /// landing makes every cached name stale before it (`Invalidation.allNames`). A
+    /// review found the `chmod` changing the photo in 12 of 40 rounds; twelve here.
+    func testAChangeOfTheBackupRightAfterASaveReachesTheBackup() throws {
+        let gps = Samples.directory + "/photos/jpg/gps"
+        let samples = ["DSCN0012.jpg", "DSCN0021.jpg", "DSCN0025.jpg", "DSCN0027.jpg"]
+        let rounds = 12
+        for round in 0..<rounds {
+            let sample = samples[round % samples.count]
+            try sh("cp \(q(gps))/\(sample) Albums/Trip/p\(round).jpg && chmod 644 Albums/Trip/p\(round).jpg && ln Albums/Trip/p\(round).jpg Albums/Other/")
+        }
+        let script = """
+            import os, shutil, sys
+            trip, gps, samples = sys.argv[1], sys.argv[2], sys.argv[4:]
+            for round in range(int(sys.argv[3])):
+                photo = os.path.join(trip, 'p%d.jpg' % round)
+                backup, temp = photo + '~', os.path.join(trip, '.p%d.jpg.tmp' % round)
+                os.rename(photo, backup)
+                with open(backup, 'rb') as f:
+                    f.read()
+                shutil.copyfile(os.path.join(gps, samples[(round + 1) % len(samples)]), temp)
+                os.rename(temp, photo)
+                os.chmod(backup, 0o600)
+                os.setxattr(backup, 'user.note', b'backup')
+            """
+        let run = try Processes.run("python3", ["-c", script, m + "/Albums/Trip", gps, String(rounds)] + samples)
+        XCTAssertTrue(run.ok, run.stderr)
+        for round in 0..<rounds {
+            let photo = "Albums/Other/p\(round).jpg", backup = "Albums/Trip/p\(round).jpg~"
+            XCTAssertEqual(try sh("stat -c %a \(photo) \(backup)").stdout, "644\n600\n", "round \(round)")
+            try sh("cmp \(photo) \(q(gps))/\(samples[(round + 1) % samples.count])")
+            try sh("cmp \(backup) \(q(gps))/\(samples[round % samples.count])")
+            XCTAssertEqual(try sh("getfattr --only-values -n user.note \(backup)").stdout, "backup")
+            XCTAssertEqual(try sh("getfattr --only-values -n user.note \(photo)", status: 1).stdout, "", "round \(round)")
+        }
+        XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
+    }
 }

@@ -304,14 +304,14 @@ extension FileSystem {
             do {
                 landed = try land()
             } catch {
-                if let handover { cancelHandover(handover) }
+                if let handover { cancelHandover(handover, of: writer) }
                 throw error
             }
             guard let handover else { return landed }
             guard let backup = landed.backup, backup.id == handover.own else {
                 // The tool removed its backup name before the save: the handles' file has
                 // no name left (their bytes are superseded, `supersedePendingBytes`).
-                cancelHandover(handover)
+                cancelHandover(handover, of: writer)
                 return landed
             }
             if completeHandover(handover, of: writer, photo: photo) {
@@ -389,7 +389,15 @@ extension FileSystem {
     /// kernel inode was dealt with by `land`, at its commit.)
     func afterLanding(_ landed: Landed, folder: Item, entries: [(UInt64, String)]) {
         var names = entries
-        if let backup = landed.backup { names.append((backup.dirIno, backup.name)) }
+        if let backup = landed.backup {
+            names.append((backup.dirIno, backup.name))
+            // The backup's name led to the photo (a tool reads its backup before it
+            // writes the next version): the kernel's entry of it, standing for the photo,
+            // is stale before the reply, so that a change of the backup right after never
+            // reaches the photo (12 of 40 rounds of `mv P P~; cat P~; mv .t P; chmod P~`
+            // changed the photo's mode). The name's own invalidation comes after the reply.
+            invalidate([.allNames])
+        }
         afterChange(asset: landed.asset, views: landed.before, folders: [folder.ino], entries: names)
         if landed.before?.sha256 != landed.asset.sha256 { prefetchThumbnail(landed.asset) }
     }

@@ -21,8 +21,10 @@ import Glibc
 ///
 /// The caller holds the writer's `io` from `prepareHandover` to `completeHandover` (or
 /// `cancelHandover`), around the transaction that makes the plain file with `own` as its
-/// inode number: no close commits the handles' bytes meanwhile, and no open for writing
-/// begins.
+/// inode number: no close commits the handles' bytes meanwhile, and no write lands. A
+/// handle that opens the photo meanwhile joins the writer (as on a disk it would open
+/// the file the name moves), and so does one that opens the new file as soon as its row
+/// is committed (`WriterTable.reserve`).
 struct PlainHandover {
     /// The plain file's inode number; its bytes file is made and synced already.
     let own: Int64
@@ -66,8 +68,10 @@ extension FileSystem {
             discard(.plainFile(own))
             throw error
         }
-        return PlainHandover(own: own, pending: pending, copy: copy,
-                             mtimeNs: copy != nil ? asset.mtimeNanoseconds : nowNanoseconds())
+        let handover = PlainHandover(own: own, pending: pending, copy: copy,
+                                     mtimeNs: copy != nil ? asset.mtimeNanoseconds : nowNanoseconds())
+        if handover.takesHandles { writers.reserve(writer, as: own) }
+        return handover
     }
 
     /// The plain file `handover.own` was made: the writer becomes its writer, and the
@@ -87,8 +91,9 @@ extension FileSystem {
     }
 
     /// No plain file was made after all (the transaction failed, or made none): its bytes
-    /// file goes, and the writer stays the photo's.
-    func cancelHandover(_ handover: PlainHandover) {
+    /// file goes, and the writer stays the photo's. Inside the writer's `io`.
+    func cancelHandover(_ handover: PlainHandover, of writer: Writer) {
+        if handover.takesHandles { writers.unreserve(writer, as: handover.own) }
         discard(.plainFile(handover.own))
     }
 }

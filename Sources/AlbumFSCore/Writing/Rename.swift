@@ -28,7 +28,8 @@ extension FileSystem {
                         files: { [$0.0, $0.1] }) { source, target in
             try rename(source, from: from, name: name, target: target, to: to, newName: newName,
                        parent: parent, newParent: newParent, flags: flags)
-            moved = source.ino
+            // Only a photo's number can live on while its name shows something else.
+            if case .asset = source { moved = source.ino }
         }
         // The kernel's entry the rename moves names another object from now on when the
         // new name shows something else than the inode renamed (a photo renamed to a
@@ -433,7 +434,7 @@ extension FileSystem {
                     }
                 }
             } catch {
-                if let handover { cancelHandover(handover) }
+                if let handover { cancelHandover(handover, of: writer) }
                 throw error
             }
             return handover.map { completeHandover($0, of: writer, photo: asset) } ?? false

@@ -560,9 +560,40 @@ final class WriterTable: Sendable {
     /// next version at their close. Under the same number, nothing changes.
     func becameAsset(_ writer: Writer, _ asset: Int64) { rekey(writer, to: UInt64(asset)) }
 
+    /// A writer whose photo's name is about to become plain file `id` (`PlainHandover`):
+    /// found under that new number as well from now on, so that an open of the file
+    /// once its row is committed (by a close, the kernel holds no folder's lock) joins
+    /// it, rather than making a writer of its own and leaving this one under the
+    /// photo's id, where every later open of the photo would join it and write into
+    /// the file.
+    func reserve(_ writer: Writer, as id: Int64) {
+        table.withLock { table in
+            table.byIno[UInt64(id)] = writer
+            table.epoch &+= 1
+        }
+    }
+
+    /// The handover of `writer` to plain file `id` did not happen: it is the photo's only.
+    func unreserve(_ writer: Writer, as id: Int64) {
+        table.withLock { table in
+            guard table.byIno[UInt64(id)] === writer else { return }
+            table.byIno.removeValue(forKey: UInt64(id))
+            table.epoch &+= 1
+        }
+    }
+
     /// A writer whose photo's name became plain file `id` (`Writer.becamePlain`): that
-    /// file's writer from now on.
-    func becamePlain(_ writer: Writer, _ id: Int64) { rekey(writer, to: UInt64(id)) }
+    /// file's writer from now on, found under that number only. (One that left the
+    /// table meanwhile, its last handle released, stays out.)
+    func becamePlain(_ writer: Writer, _ id: Int64) {
+        table.withLock { table in
+            let keys = table.byIno.filter { $0.value === writer }.map(\.key)
+            guard !keys.isEmpty else { return }
+            keys.forEach { table.byIno.removeValue(forKey: $0) }
+            table.byIno[UInt64(id)] = writer
+            table.epoch &+= 1
+        }
+    }
 
     /// A writer whose photo was renamed over photo `asset` (`Writer.becameVersion`):
     /// that photo's writer from now on. Not when the photo has a writer still (handles
@@ -579,10 +610,12 @@ final class WriterTable: Sendable {
         }
     }
 
+    /// Under every number it is found by (two, while a handover reserves one).
     func remove(_ writer: Writer) {
         table.withLock { table in
-            guard let key = table.byIno.first(where: { $0.value === writer })?.key else { return }
-            table.byIno.removeValue(forKey: key)
+            let keys = table.byIno.filter { $0.value === writer }.map(\.key)
+            guard !keys.isEmpty else { return }
+            keys.forEach { table.byIno.removeValue(forKey: $0) }
             table.epoch &+= 1
         }
     }
