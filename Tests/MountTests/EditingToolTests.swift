@@ -222,6 +222,17 @@ final class EditingToolTests: MountTestCase {
         XCTAssertEqual(try Processes.albumfs("check", lib).status, 0)
     }
 
+    static let gps = Samples.directory + "/photos/jpg/gps"
+    static let samples = ["DSCN0012.jpg", "DSCN0021.jpg", "DSCN0025.jpg", "DSCN0027.jpg"]
+
+    /// Photos `p0.jpg` ... in Trip and in Other, mode 644, their bytes `samples` in turn.
+    func photosInTripAndOther(_ count: Int) throws {
+        for round in 0..<count {
+            let sample = Self.samples[round % Self.samples.count]
+            try sh("cp \(q(Self.gps))/\(sample) Albums/Trip/p\(round).jpg && chmod 644 Albums/Trip/p\(round).jpg && ln Albums/Trip/p\(round).jpg Albums/Other/")
+        }
+    }
+
     /// A photo renamed to a hidden name (a backup: that name is a plain file of its own,
     /// and the photo lives on in its other album), then changed through that name at
     /// once: the `chmod`, the attribute and the write reach the hidden file, never the
@@ -231,13 +242,8 @@ final class EditingToolTests: MountTestCase {
     /// (`Bridge.expireCachedNames`). Before, the `chmod` changed the photo in about one
     /// round of ten (3 of 30 here); twelve rounds.
     func testAChangeRightAfterARenameReachesTheNameRenamedTo() throws {
-        let gps = Samples.directory + "/photos/jpg/gps"
-        let samples = ["DSCN0012.jpg", "DSCN0021.jpg", "DSCN0025.jpg", "DSCN0027.jpg"]
-        let rounds = 12
-        for round in 0..<rounds {
-            let sample = samples[round % samples.count]
-            try sh("cp \(q(gps))/\(sample) Albums/Trip/p\(round).jpg && chmod 644 Albums/Trip/p\(round).jpg && ln Albums/Trip/p\(round).jpg Albums/Other/")
-        }
+        let (gps, samples, rounds) = (Self.gps, Self.samples, 12)
+        try photosInTripAndOther(rounds)
         let script = """
             import os, sys
             trip = sys.argv[1]
@@ -271,13 +277,8 @@ final class EditingToolTests: MountTestCase {
     /// landing makes every cached name stale before it (`Invalidation.allNames`). A
     /// review found the `chmod` changing the photo in 12 of 40 rounds; twelve here.
     func testAChangeOfTheBackupRightAfterASaveReachesTheBackup() throws {
-        let gps = Samples.directory + "/photos/jpg/gps"
-        let samples = ["DSCN0012.jpg", "DSCN0021.jpg", "DSCN0025.jpg", "DSCN0027.jpg"]
-        let rounds = 12
-        for round in 0..<rounds {
-            let sample = samples[round % samples.count]
-            try sh("cp \(q(gps))/\(sample) Albums/Trip/p\(round).jpg && chmod 644 Albums/Trip/p\(round).jpg && ln Albums/Trip/p\(round).jpg Albums/Other/")
-        }
+        let (gps, samples, rounds) = (Self.gps, Self.samples, 12)
+        try photosInTripAndOther(rounds)
         let script = """
             import os, shutil, sys
             trip, gps, samples = sys.argv[1], sys.argv[2], sys.argv[4:]
