@@ -595,12 +595,16 @@ struct SaveTests {
         #expect(try f.versions() == 2)
         try f.expectPKept()
 
-        // With bytes written before the save, which is a temporary file renamed to the name.
+        // With bytes written before the save, which is a temporary file renamed to the
+        // name, and an mtime set through the handle (`cp -p`): the backup's.
         let g = try f.fs.open("Albums/Trip/P.jpg", O_RDWR, mode: 0)
         try f.fs.write(g, Array("abc".utf8), at: 0)
+        let mtime: Int64 = 1_234_567_890_000_000_000
+        try f.fs.setMtime(g, nanoseconds: mtime)
         try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/P.jpg.orig")
         try f.fs.put("Albums/Trip/.P.jpg.tmp", Fixture.photoB)
         try f.fs.rename("Albums/Trip/.P.jpg.tmp", "Albums/Trip/P.jpg")
+        #expect(try f.fs.stat("Albums/Trip/P.jpg.orig").mtimeNs == mtime)
         try f.fs.write(g, Array("def".utf8), at: 3)
         try f.fs.close(g)
         #expect(try f.fs.get("Albums/Trip/P.jpg.orig") == Array("abcdef".utf8) + Fixture.photoA[6...])

@@ -33,7 +33,8 @@ struct PlainHandover {
     /// A copy of the photo's current version, for handles that wrote nothing yet.
     let copy: FileDescriptor?
     /// The plain file's mtime: a copy keeps the photo's (a rename changes no mtime);
-    /// bytes being written, or emptied, were changed just now.
+    /// bytes being written, or emptied, were changed just now, unless the handles set
+    /// one (`cp -p`).
     let mtimeNs: Int64
 
     /// Whether the writer goes with the name (else only the bytes are the plain file's own).
@@ -50,11 +51,17 @@ extension FileSystem {
         let untouched = pending == nil && writer.holdsCurrentBytesOpen && handles.writes(writer)
         guard pending != nil || untouched || writer.isEmptied else { return nil }
         let own = try newInodeNumber()
+        // An mtime set through the handles while they wrote (`cp -p`), held for their
+        // close: the plain file's from now on.
+        let explicit = pending != nil ? writer.withLock({ writer.explicitMtimeNs }) : nil
         var copy: FileDescriptor?
         do {
             try explained("cannot make \(newName)") {
                 if let pending {
                     try library.files.link(pending, to: .plainFile(own))
+                    if let explicit {
+                        try library.files.open(.plainFile(own), flags: O_RDWR, mode: 0).setModificationTime(nanoseconds: explicit)
+                    }
                 } else if untouched {
                     // Synced before the row names it: the photo may leave its last folder
                     // in the same transaction.
@@ -69,7 +76,7 @@ extension FileSystem {
             throw error
         }
         let handover = PlainHandover(own: own, pending: pending, copy: copy,
-                                     mtimeNs: copy != nil ? asset.mtimeNanoseconds : nowNanoseconds())
+                                     mtimeNs: explicit ?? (copy != nil ? asset.mtimeNanoseconds : nowNanoseconds()))
         if handover.takesHandles { writers.reserve(writer, as: own) }
         return handover
     }
