@@ -587,11 +587,8 @@ final class WriterTable: Sendable {
     /// table meanwhile, its last handle released, stays out.)
     func becamePlain(_ writer: Writer, _ id: Int64) {
         table.withLock { table in
-            let keys = table.byIno.filter { $0.value === writer }.map(\.key)
-            guard !keys.isEmpty else { return }
-            keys.forEach { table.byIno.removeValue(forKey: $0) }
+            guard Self.detach(writer, from: &table) else { return }
             table.byIno[UInt64(id)] = writer
-            table.epoch &+= 1
         }
     }
 
@@ -612,12 +609,16 @@ final class WriterTable: Sendable {
 
     /// Under every number it is found by (two, while a handover reserves one).
     func remove(_ writer: Writer) {
-        table.withLock { table in
-            let keys = table.byIno.filter { $0.value === writer }.map(\.key)
-            guard !keys.isEmpty else { return }
-            keys.forEach { table.byIno.removeValue(forKey: $0) }
-            table.epoch &+= 1
-        }
+        table.withLock { table in _ = Self.detach(writer, from: &table) }
+    }
+
+    /// Takes `writer` out from under every number it is found by; false when it is under none.
+    private static func detach(_ writer: Writer, from table: inout Table) -> Bool {
+        let keys = table.byIno.filter { $0.value === writer }.map(\.key)
+        guard !keys.isEmpty else { return false }
+        keys.forEach { table.byIno.removeValue(forKey: $0) }
+        table.epoch &+= 1
+        return true
     }
 
     var all: [Writer] { table.withLock { Array($0.byIno.values) } }
