@@ -26,17 +26,8 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             }
         }
     }
-    // Only the inodes of files removed while the kernel held them are looked for
-    // (`FileSystem.forget`); lookup counts are not kept.
-    ops.forget = { req, ino, _ in
-        Bridge.from(req).fs.forget(node: ino)
-        fuse_reply_none(req)
-    }
-    ops.forget_multi = { req, count, forgets in
-        let fs = Bridge.from(req).fs
-        if let forgets { for i in 0..<count { fs.forget(node: forgets[i].ino) } }
-        fuse_reply_none(req)
-    }
+    ops.forget = { req, _, _ in fuse_reply_none(req) }
+    ops.forget_multi = { req, _, _ in fuse_reply_none(req) }
     ops.getattr = { req, ino, _ in
         let b = Bridge.from(req)
         let request = HandedOver(req: req)

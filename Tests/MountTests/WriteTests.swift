@@ -291,58 +291,6 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
-    /// A file removed while the kernel holds its inode with no handle open (an `O_PATH`
-    /// descriptor here; a path walk that found the file just before, for `mogrify`
-    /// reopening the file it made while `rsync` renamed its copy over it) opens again
-    /// through that reference, as on a disk: the bytes it had, `st_nlink` 0, writable,
-    /// and the name shows what replaced it. Before, the open was ENOENT. Compared with a
-    /// plain directory; once the references are closed the daemon holds nothing of them.
-    func testAFileRemovedWhileTheKernelHoldsItOpensAgainThroughThatReference() throws {
-        let plain = temp.sub("plain")
-        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
-        try sh("mkdir Albums/Held")
-        let script = """
-            import os, sys
-            folder = sys.argv[1]
-            path, other = os.path.join(folder, 'notes.txt'), os.path.join(folder, 'other.txt')
-            def reopen(held, flags):
-                try:
-                    fd = os.open(f'/proc/self/fd/{held}', flags)
-                except OSError as e:
-                    return f'reopen failed: {e.strerror}'
-                try:
-                    data = os.read(fd, 100)
-                    if flags & os.O_ACCMODE == os.O_RDWR:
-                        os.pwrite(fd, b'+more', 5)
-                        data += b' then ' + os.pread(fd, 100, 0)
-                    return f'{data} nlink {os.fstat(fd).st_nlink}'
-                finally:
-                    os.close(fd)
-            open(path, 'w').write('first')
-            held = os.open(path, os.O_PATH)
-            open(other, 'w').write('second')
-            os.rename(other, path)
-            print('renamed over:', reopen(held, os.O_RDWR), '/', reopen(held, os.O_RDONLY))
-            os.close(held)
-            held = os.open(path, os.O_PATH)
-            os.unlink(path)
-            print('removed:', reopen(held, os.O_RDONLY))
-            os.close(held)
-            print(sorted(os.listdir(folder)))
-            """
-        let there = try Processes.run("python3", ["-c", script, plain])
-        XCTAssertEqual(there.stdout, """
-            renamed over: b'first then first+more' nlink 0 / b'first+more' nlink 0
-            removed: b'second' nlink 0
-            []
-
-            """, there.stderr)
-        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Held"])
-        XCTAssertEqual(here.stdout, there.stdout, here.stderr)
-        XCTAssertEqual(mount.heldFiles(pid: try XCTUnwrap(mount.pid)), [], "the removed files' bytes go when the kernel lets their inodes go")
-        try check()
-    }
-
     func testSamePhotoInTwoAlbumsIsOneAsset() throws {
         try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/ && cp \(q(gps))/DSCN0010.jpg Albums/B/")
         let sums = try sh("getfattr --only-values -n user.albumfs.sha256 Albums/A/DSCN0010.jpg Albums/B/DSCN0010.jpg").stdout

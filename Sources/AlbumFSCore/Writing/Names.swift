@@ -34,13 +34,11 @@ extension FileSystem {
         case .sharedThumbnail:
             return
         case .plain(let file):
-            try removingPlainFile(file, renamedOver: false) {
-                try library.write { tx in
-                    try tx.expectUnchanged(file)
-                    try tx.removePlainName(file)
-                }
-                removePlainBytes(file)
+            try library.write { tx in
+                try tx.expectUnchanged(file)
+                try tx.removePlainName(file)
             }
+            removePlainBytes(file)
             afterChange(folders: [parent], entries: [(parent, name)])
             sidecarWent(named: file.name, in: parent)
         case .asset(let asset):

@@ -80,9 +80,8 @@ extension FileSystem {
         let mark = opensAcrossSaves.mark(ino)  // before the photo is read: `OpensAcrossSaves`
         if !writing, let made = try openMadeThumbnail(ino, node: node, pid: pid, since: mark) { return made }
         guard let item = try item(ino) else {
-            // `/proc/PID/fd/N` of a plain file removed while open, or one the kernel found
-            // just before it was removed (`HeldByKernel`).
-            if let reopened = try reopenUnlinked(ino, node: node, writing: writing, truncate: flags & O_TRUNC != 0) { return reopened }
+            // `/proc/PID/fd/N` of a plain file removed while open.
+            if let reopened = try reopenUnlinked(ino, node: node, writing: writing) { return reopened }
             throw FSError.noEntry("inode \(ino)")
         }
         switch item {

@@ -120,17 +120,15 @@ extension FileSystem {
     /// Whether a handle holds plain file `ino`'s bytes: one opened through its number,
     /// or one a rename handed them to (a photo renamed to a name that stays plain while
     /// open for writing: its handles are on the photo's number, their writer this
-    /// file's, `Writer.becamePlain`); or the kernel, which may open it again
-    /// (`HeldByKernel`).
-    func isHeldOpen(_ ino: UInt64) -> Bool {
-        handles.isOpen(ino) || writers.get(ino).map { !handles.nodes(of: $0).isEmpty } == true || heldByKernel.holds(ino)
+    /// file's, `Writer.becamePlain`).
+    private func isHeldOpen(_ ino: UInt64) -> Bool {
+        handles.isOpen(ino) || writers.get(ino).map { !handles.nodes(of: $0).isEmpty } == true
     }
 
     /// The writer of handles of removed file `ino` open for writing: the table's, or the
-    /// one a photo that left handed its handles' bytes to (`handsKeep`), or the one kept
-    /// over its bytes for the kernel's inode (`HeldByKernel`).
+    /// one a photo that left handed its handles' bytes to (`handsKeep`).
     private func removedFileWriter(_ ino: UInt64) -> Writer? {
-        writers.get(ino) ?? handles.writer(ofInode: ino) ?? heldByKernel.writer(ino)
+        writers.get(ino) ?? handles.writer(ofInode: ino)
     }
 
     /// The bytes that open handles of `ino` hold: its writer's, or a reader's own (one
@@ -201,20 +199,15 @@ extension FileSystem {
         return unlinkedAttributes(ino)
     }
 
-    /// An open of a file removed while open or while the kernel held its inode (through
-    /// `/proc/PID/fd/N`, or a path walk that found it just before): one more handle on
-    /// the same bytes, its writer's when it has one; `truncate` (O_TRUNC) empties them.
-    func reopenUnlinked(_ ino: UInt64, node: UInt64, writing: Bool, truncate: Bool = false) throws -> Opened? {
-        // Nothing holds it any more (its last handle is being released, and the kernel
-        // has let its inode go): it is gone (ENOENT).
+    /// An open of a file removed while open (through `/proc/PID/fd/N`): one more handle
+    /// on the same bytes, its writer's when it has one.
+    func reopenUnlinked(_ ino: UInt64, node: UInt64, writing: Bool) throws -> Opened? {
+        // Nothing holds it any more (its last handle is being released): it is gone, as
+        // an open that loses the race with the unlink finds on a disk (ENOENT).
         guard unlinkedOpen.attributes(ino) != nil, isHeldOpen(ino) else { return nil }
         if let writer = removedFileWriter(ino) {
             writer.opened()
-            let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")
-            if truncate && writing {
-                do { try self.truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
-            }
-            return result
+            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")
         }
         // Its writer left with its last handle between the look above and this one (a
         // release racing with this open): nothing holds it now. (The release lets the
