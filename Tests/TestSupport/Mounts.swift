@@ -164,8 +164,14 @@ public final class MountedLibrary: @unchecked Sendable {
     }
 
     /// Regular files the daemon holds open other than its own database, lock and log:
-    /// blobs, staging and plain files, thumbnails, files outside the library. Releases
-    /// reach the daemon after close(2) returns, so a few seconds are given for them.
+    /// blobs, staging and plain files, thumbnails, files outside the library, each one
+    /// held through the whole wait. Releases reach the daemon after close(2) returns, so a
+    /// few seconds are given for them; and a descriptor that comes and goes meanwhile is
+    /// work, not a leak: thumbnails are made ahead in the background two seconds after an
+    /// import, each decode holding its photo's blob for a moment, one photo after the
+    /// other (on a loaded machine, a test that ends at once after copying eight photos
+    /// still had them decoding past five seconds). Blobs get longer than other files for
+    /// that reason, 30 s: a decode takes well under a second, a leak holds on forever.
     public func heldFiles(pid: Int32) -> [String] {
         // By identity, not by path: a descriptor's path reads differently once its
         // filesystem is lazily unmounted or seen from another namespace.
@@ -174,25 +180,34 @@ public final class MountedLibrary: @unchecked Sendable {
         let own = Set(([library + "/library.db", library + "/library.db-wal", library + "/library.db-shm", logPath] + hostLocks)
             .compactMap(Self.identity))
             .union(ownFiles)
-        func held() -> [String] {
+        /// Descriptor number and target: the same number opened again on another file
+        /// is another descriptor.
+        func held() -> Set<String> {
             let folder = "/proc/\(pid)/fd"
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
-            return names.compactMap { name -> String? in
+            return Set(names.compactMap { name -> String? in
                 var st = stat()
                 guard stat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                       !own.contains(FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))),
                       let target = try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + name)
                 else { return nil }
-                return mayHoldAtEnd.contains { target.hasPrefix($0) } ? nil : target
-            }.sorted()
+                return mayHoldAtEnd.contains { target.hasPrefix($0) } ? nil : name + " " + target
+            })
         }
-        let deadline = Date().addingTimeInterval(5)
+        let started = Date()
+        func isBlob(_ entry: String) -> Bool { entry.split(separator: " ", maxSplits: 1).last?.hasPrefix(library + "/originals/") ?? false }
         var found = held()
-        while !found.isEmpty && Date() < deadline {
+        var others: Set<String>?  // the verdict on files other than blobs, at 5 s
+        while true {
+            let waited = Date().timeIntervalSince(started)
+            if others == nil && (waited >= 5 || found.allSatisfy(isBlob)) { others = found.filter { !isBlob($0) } }
+            let blobsHeld = found.filter(isBlob)
+            if let others, blobsHeld.isEmpty || waited >= 30 {
+                return others.union(blobsHeld).map { String($0.split(separator: " ", maxSplits: 1)[1]) }.sorted()
+            }
             usleep(50_000)
-            found = held()
+            found.formIntersection(held())
         }
-        return found
     }
 
     struct FileIdentity: Hashable { let device: UInt64; let inode: UInt64 }
