@@ -291,6 +291,60 @@ final class WriteTests: MountTestCase {
         try check()
     }
 
+    /// An open of a name that another program replaces at that moment (`mogrify`
+    /// reopening with `O_RDWR|O_CREAT|O_TRUNC` the file it made, while `rsync` renames its
+    /// copy over it) opens what the name holds, as on a disk: never ENOENT. Two threads,
+    /// one opening the name, one renaming fresh files over it, compared with a plain
+    /// directory. Before, 4 in 10 of the opens failed with ENOENT: the kernel's OPEN of
+    /// the file its lookup had found came after the rename removed it; now that open gets
+    /// ESTALE and the kernel walks the path again. An open with no path to walk again
+    /// (`/proc/self/fd/N` of an `O_PATH` descriptor of a file renamed over) gets ESTALE
+    /// itself, where a disk would still open the removed file (docs/namespace.md).
+    func testAnOpenRacingARenameOverTheNameOpensWhatTheNameHolds() throws {
+        let plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        try sh("mkdir Albums/Race")
+        let script = """
+            import os, sys, threading
+            folder, rounds = sys.argv[1], 1000
+            path = os.path.join(folder, 'notes.txt')
+            open(path, 'w').write('start')
+            errors = {}
+            def opener():
+                for i in range(rounds):
+                    try:
+                        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+                        os.write(fd, b'opener')
+                        os.close(fd)
+                    except OSError as e:
+                        errors[e.strerror] = errors.get(e.strerror, 0) + 1
+            def renamer():
+                for i in range(rounds):
+                    temp = os.path.join(folder, '.temp%d' % (i % 2))
+                    with open(temp, 'w') as f:
+                        f.write('renamer')
+                    os.rename(temp, path)
+            threads = [threading.Thread(target=opener), threading.Thread(target=renamer)]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            print('errors', errors, sorted(os.listdir(folder)))
+            held = os.open(path, os.O_PATH)
+            with open(os.path.join(folder, 'other'), 'w') as f:
+                f.write('other')
+            os.rename(os.path.join(folder, 'other'), path)
+            try:
+                os.close(os.open(f'/proc/self/fd/{held}', os.O_RDONLY))
+                print('reopened the file renamed over')
+            except OSError as e:
+                print('reopen:', e.strerror)
+            """
+        let there = try Processes.run("python3", ["-c", script, plain])
+        XCTAssertEqual(there.stdout, "errors {} ['notes.txt']\nreopened the file renamed over\n", there.stderr)
+        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Race"])
+        XCTAssertEqual(here.stdout, "errors {} ['notes.txt']\nreopen: Stale file handle\n", here.stderr)
+        try check()
+    }
+
     func testSamePhotoInTwoAlbumsIsOneAsset() throws {
         try sh("mkdir Albums/A Albums/B && cp \(q(gps))/DSCN0010.jpg Albums/A/ && cp \(q(gps))/DSCN0010.jpg Albums/B/")
         let sums = try sh("getfattr --only-values -n user.albumfs.sha256 Albums/A/DSCN0010.jpg Albums/B/DSCN0010.jpg").stdout

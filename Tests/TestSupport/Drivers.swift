@@ -171,7 +171,8 @@ public final class CoreDriver: Driver {
     }
 
     /// As the kernel does: a call by path that gets ESTALE (the file moved to another
-    /// kernel inode, `KernelNodes`) looks the path up again and is made once more.
+    /// kernel inode, `KernelNodes`, or was removed since its lookup) looks the path up
+    /// again and is made once more.
     private func retryingStale<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
@@ -180,21 +181,24 @@ public final class CoreDriver: Driver {
         }
     }
 
+    /// The kernel's open: the path looked up, then OPEN of what it found, or CREATE when
+    /// nothing is there and `O_CREAT` says so; after ESTALE (the file moved to another
+    /// kernel inode, or went since the lookup) all of it once more.
     public func open(_ path: String, _ flags: Int32, mode: UInt32) throws -> Int {
         try attempt("open \(path)") {
-            let opened: FileSystem.Opened
-            let ino: UInt64
-            do {
-                ino = try resolve(path)
+            try retryingStale {
+                let ino: UInt64
+                do {
+                    ino = try resolve(path)
+                } catch let error where flags & O_CREAT != 0 && FSError.errno(of: error) == ENOENT {
+                    let (parent, name) = try parentAndName(path)
+                    let (attributes, created) = try fs.create(parent: parent, name: name, mode: mode, flags: flags, pid: getpid())
+                    guard let created else { throw FSError(EIO, "create did not open") }
+                    return remember(attributes.ino, created.handle)
+                }
                 if flags & O_CREAT != 0 && flags & O_EXCL != 0 { throw FSError(EEXIST, path) }
-                opened = try retryingStale { try fs.open(ino, flags: flags, pid: getpid()) }
-            } catch let error where flags & O_CREAT != 0 && FSError.errno(of: error) == ENOENT {
-                let (parent, name) = try parentAndName(path)
-                let (attributes, created) = try fs.create(parent: parent, name: name, mode: mode, flags: flags, pid: getpid())
-                guard let created else { throw FSError(EIO, "create did not open") }
-                return remember(attributes.ino, created.handle)
+                return remember(ino, try fs.open(ino, flags: flags, pid: getpid()).handle)
             }
-            return remember(ino, opened.handle)
         }
     }
 

@@ -82,7 +82,7 @@ extension FileSystem {
         guard let item = try item(ino) else {
             // `/proc/PID/fd/N` of a plain file removed while open.
             if let reopened = try reopenUnlinked(ino, node: node, writing: writing) { return reopened }
-            throw FSError.noEntry("inode \(ino)")
+            throw FSError.removedBeforeItsOpen(ino)
         }
         switch item {
         case .asset(let asset):
