@@ -46,6 +46,8 @@ public final class FileSystem: Sendable {
     let thumbnailsFound = ThumbnailsFound()
     /// Plain files removed while open (`UnlinkedOpen`).
     let unlinkedOpen = UnlinkedOpenFiles()
+    /// Plain files removed while the kernel still holds their inode (`HeldByKernel`).
+    let heldByKernel = RemovedFilesTheKernelHolds()
     /// Inode numbers reserved for files being created.
     let idBlock = Locked<Range<Int64>>(0..<0)
     /// When the library last changed through this mount: the time of virtual folders.
@@ -173,6 +175,7 @@ public final class FileSystem: Sendable {
         importSettledFiles(now: now)
         expireEmptiedVersions(now: now)
         saves.expire(now: now)
+        expireKeptForTheKernel(now: now)
         makeQueuedThumbnails(now: now)
     }
 

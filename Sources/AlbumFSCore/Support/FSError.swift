@@ -50,11 +50,12 @@ public struct FSError: Error, CustomStringConvertible {
     /// An open of inode `ino` whose file was removed since the kernel found it: `rm`, or
     /// another file renamed over its name, between the kernel's lookup and its OPEN (an
     /// `O_CREAT|O_TRUNC` open of a name that `rsync` or an editor's save replaces at that
-    /// moment: 4 in 10 such opens failed with `ENOENT` in a two-thread loop). `ESTALE`
-    /// makes the kernel walk the path once more, revalidating each name, and open what
-    /// the name holds now (or create it): the open then comes after the removal, as it
-    /// may on any disk. An open with nothing to walk again (`/proc/PID/fd/N` of an
-    /// `O_PATH` descriptor, a server's file handle) gets `ESTALE` itself, as from NFS.
+    /// moment: 4 in 10 such opens failed with `ENOENT` in a two-thread loop), when the
+    /// file is not kept for such opens (`HeldByKernel`). `ESTALE` makes the kernel walk
+    /// the path once more, revalidating each name, and open what the name holds now (or
+    /// create it): the open then comes after the removal, as it may on any disk. An open
+    /// with nothing to walk again (`/proc/PID/fd/N` of an `O_PATH` descriptor, a
+    /// server's file handle) gets `ESTALE` itself, as from NFS.
     static func removedBeforeItsOpen(_ ino: UInt64, file: String = #fileID, line: Int = #line) -> FSError {
         FSError(ESTALE, "inode \(ino) was removed before its open: to be looked up again", logged: false, file: file, line: line)
     }

@@ -34,11 +34,13 @@ extension FileSystem {
         case .sharedThumbnail:
             return
         case .plain(let file):
-            try library.write { tx in
-                try tx.expectUnchanged(file)
-                try tx.removePlainName(file)
+            try removingPlainFile(file) {
+                try library.write { tx in
+                    try tx.expectUnchanged(file)
+                    try tx.removePlainName(file)
+                }
+                removePlainBytes(file)
             }
-            removePlainBytes(file)
             afterChange(folders: [parent], entries: [(parent, name)])
             sidecarWent(named: file.name, in: parent)
         case .asset(let asset):

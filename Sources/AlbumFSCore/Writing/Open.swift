@@ -75,15 +75,15 @@ extension FileSystem {
     /// passthrough (`FileServers`) and only its process's close saves what it writes
     /// (`flush`).
     public func open(_ ino: UInt64, node: UInt64? = nil, flags: Int32, pid: Int32 = 0) throws -> Opened {
+        try open(ino, node: node, flags: flags, pid: pid, lookedAgain: false)
+    }
+
+    private func open(_ ino: UInt64, node: UInt64?, flags: Int32, pid: Int32, lookedAgain: Bool) throws -> Opened {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         let node = node ?? kernelNodes.node(of: ino)
         let mark = opensAcrossSaves.mark(ino)  // before the photo is read: `OpensAcrossSaves`
         if !writing, let made = try openMadeThumbnail(ino, node: node, pid: pid, since: mark) { return made }
-        guard let item = try item(ino) else {
-            // `/proc/PID/fd/N` of a plain file removed while open.
-            if let reopened = try reopenUnlinked(ino, node: node, writing: writing) { return reopened }
-            throw FSError.removedBeforeItsOpen(ino)
-        }
+        guard let item = try item(ino) else { return try openRemoved(ino, node: node, writing: writing, flags: flags) }
         switch item {
         case .asset(let asset):
             if writing { return try openForWriting(asset, ino: ino, node: node, truncate: flags & O_TRUNC != 0, pid: pid) }
@@ -95,27 +95,15 @@ extension FileSystem {
             let blob = try library.openBlob(of: asset)
             return try openedForReading(ino: ino, node: node, blob, keepCache: mayKeepCache(ino), name: asset.name, pid: pid, since: mark)
         case .plain(let file):
-            // The kernel follows links itself; a server that opens one by its handle gets
-            // what open(2) with O_NOFOLLOW gets.
-            if file.isSymlink { throw FSError(ELOOP, "\(file.name) is a symbolic link", logged: false) }
-            if writing {
-                try checkWritable()
-                let writer = try plainWriter(file, ino: ino)
-                writer.opened()
-                let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name, pid: pid)
-                if flags & O_TRUNC != 0 {
-                    do { try truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
-                }
-                return result
+            do {
+                return try openPlain(file, ino: ino, node: node, writing: writing, flags: flags, pid: pid)
+            } catch let error as FSError where error.errno == ENOENT && !lookedAgain {
+                // Its bytes went between the look above and their open: it was removed
+                // (its row read before the removal committed), or it became a photo (a
+                // rename to a photo's name, a close), which keeps its number. Looked at
+                // again, it is one or the other.
+                return try open(ino, node: node, flags: flags, pid: pid, lookedAgain: true)
             }
-            if let writer = writers.get(ino) {
-                writer.opened()
-                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: file.name)
-            }
-            let bytes = try explained("plain file \(file.name) cannot be opened") {
-                try library.files.open(file.bytes, flags: O_RDONLY)
-            }
-            return try opened(ino: ino, node: node, .readOnly(bytes), keepCache: false, readOnly: true, name: file.name)
         case .thumbnail(let asset):
             if writing { throw FSError.notPermitted("thumbnails are made by AlbumFS and cannot be changed") }
             let opened = try explained("thumbnail of \(asset.name) cannot be opened") {
@@ -137,6 +125,39 @@ extension FileSystem {
         default:
             throw FSError(EISDIR, "is a folder", logged: false)
         }
+    }
+
+    /// An open of plain file `file`: its writer's bytes, or its own bytes for reading.
+    private func openPlain(_ file: PlainFile, ino: UInt64, node: UInt64, writing: Bool, flags: Int32, pid: Int32) throws -> Opened {
+        // The kernel follows links itself; a server that opens one by its handle gets
+        // what open(2) with O_NOFOLLOW gets.
+        if file.isSymlink { throw FSError(ELOOP, "\(file.name) is a symbolic link", logged: false) }
+        if writing {
+            try checkWritable()
+            let writer = try plainWriter(file, ino: ino)
+            writer.opened()
+            let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name, pid: pid)
+            if flags & O_TRUNC != 0 {
+                do { try truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
+            }
+            return result
+        }
+        if let writer = writers.get(ino) {
+            writer.opened()
+            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: file.name)
+        }
+        let bytes = try explained("plain file \(file.name) cannot be opened") {
+            try library.files.open(file.bytes, flags: O_RDONLY)
+        }
+        return try opened(ino: ino, node: node, .readOnly(bytes), keepCache: false, readOnly: true, name: file.name)
+    }
+
+    /// An open of inode `ino` whose row is gone: `/proc/PID/fd/N` of a plain file removed
+    /// while open, or a file removed just after the kernel's lookup found it (kept a
+    /// moment for that, `HeldByKernel`); else ESTALE, and the kernel looks again.
+    private func openRemoved(_ ino: UInt64, node: UInt64, writing: Bool, flags: Int32) throws -> Opened {
+        if let reopened = try reopenUnlinked(ino, node: node, writing: writing, truncate: flags & O_TRUNC != 0) { return reopened }
+        throw FSError.removedBeforeItsOpen(ino)
     }
 
     /// A thumbnail found made since the library last changed (`ThumbnailsFound`), opened
@@ -162,11 +183,11 @@ extension FileSystem {
         writer.opened()
         // Found just before it left the library (a save's temporary photo vanishing into the
         // photo it saved, or deleted for good), before it had handles that could keep its
-        // bytes (`whileLeaving`, which holds `io` meanwhile): gone, as for a lookup a
-        // moment later.
+        // bytes (`whileLeaving`, which holds `io` meanwhile): gone, and the kernel looks
+        // the path up again.
         guard let now = try writer.io({ try library.asset(id: asset.id) }) else {
             release(writer)
-            throw FSError.noEntry(asset.name)
+            throw FSError.removedBeforeItsOpen(ino)
         }
         writer.opened(version: now.sha256)
         // In the handle table first: a writer may wait there for readers to close, and

@@ -62,15 +62,18 @@ extension FileSystem {
             target = nil
         }
         if target != nil && flags & Self.renameNoReplace != 0 { throw FSError(EEXIST, "\(newName) exists", logged: false) }
-        switch source {
-        case .album(let album):
-            try moveAlbum(album, from: from, name: name, to: to, newName: newName, replacing: target)
-        case .plain(let file):
-            try movePlain(file, from: from, to: to, newName: newName, replacing: target)
-        case .asset(let asset):
-            try moveAsset(asset, from: from, name: name, to: to, newName: newName, replacing: target)
-        default:
-            throw FSError.notPermitted("cannot move \(name): it is a fixed folder of the library")
+        // A plain file renamed over stays for the kernel's inode while the kernel holds it.
+        try removingPlainFile(target?.plainFile) {
+            switch source {
+            case .album(let album):
+                try moveAlbum(album, from: from, name: name, to: to, newName: newName, replacing: target)
+            case .plain(let file):
+                try movePlain(file, from: from, to: to, newName: newName, replacing: target)
+            case .asset(let asset):
+                try moveAsset(asset, from: from, name: name, to: to, newName: newName, replacing: target)
+            default:
+                throw FSError.notPermitted("cannot move \(name): it is a fixed folder of the library")
+            }
         }
     }
 

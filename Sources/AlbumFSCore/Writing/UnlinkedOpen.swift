@@ -13,7 +13,7 @@ import Glibc
 /// and the attributes the file had, kept here by inode number until its last release.
 /// Such bytes never become a photo (`Writer.Phase.removed`).
 final class UnlinkedOpenFiles: Sendable {
-    private struct Kept {
+    fileprivate struct Kept {
         var attributes: Attributes
         /// The handles hold the file's own bytes (a plain file's, a writer's copy), whose
         /// length and times are the file's. False for a photo's version and thumbnails,
@@ -39,6 +39,12 @@ final class UnlinkedOpenFiles: Sendable {
     }
 
     func forget(_ ino: UInt64) { table.withLock { _ = $0.removeValue(forKey: ino) } }
+
+    /// What is kept for `ino`, taken out (`forgetUnlessHeld` puts it back when a handle
+    /// came meanwhile).
+    fileprivate func take(_ ino: UInt64) -> Kept? { table.withLock { $0.removeValue(forKey: ino) } }
+
+    fileprivate func putBack(_ ino: UInt64, _ kept: Kept) { table.withLock { $0[ino] = $0[ino] ?? kept } }
 
     var isEmpty: Bool { table.withLock { $0.isEmpty } }
 }
@@ -120,15 +126,17 @@ extension FileSystem {
     /// Whether a handle holds plain file `ino`'s bytes: one opened through its number,
     /// or one a rename handed them to (a photo renamed to a name that stays plain while
     /// open for writing: its handles are on the photo's number, their writer this
-    /// file's, `Writer.becamePlain`).
-    private func isHeldOpen(_ ino: UInt64) -> Bool {
-        handles.isOpen(ino) || writers.get(ino).map { !handles.nodes(of: $0).isEmpty } == true
+    /// file's, `Writer.becamePlain`); or the kernel, which may open it again
+    /// (`HeldByKernel`).
+    func isHeldOpen(_ ino: UInt64) -> Bool {
+        handles.isOpen(ino) || writers.get(ino).map { !handles.nodes(of: $0).isEmpty } == true || heldByKernel.holds(ino)
     }
 
     /// The writer of handles of removed file `ino` open for writing: the table's, or the
-    /// one a photo that left handed its handles' bytes to (`handsKeep`).
+    /// one a photo that left handed its handles' bytes to (`handsKeep`), or the one kept
+    /// over its bytes for the kernel's inode (`HeldByKernel`).
     private func removedFileWriter(_ ino: UInt64) -> Writer? {
-        writers.get(ino) ?? handles.writer(ofInode: ino)
+        writers.get(ino) ?? handles.writer(ofInode: ino) ?? heldByKernel.writer(ino)
     }
 
     /// The bytes that open handles of `ino` hold: its writer's, or a reader's own (one
@@ -199,15 +207,25 @@ extension FileSystem {
         return unlinkedAttributes(ino)
     }
 
-    /// An open of a file removed while open (through `/proc/PID/fd/N`): one more handle
-    /// on the same bytes, its writer's when it has one.
-    func reopenUnlinked(_ ino: UInt64, node: UInt64, writing: Bool) throws -> Opened? {
-        // Nothing holds it any more (its last handle is being released): it is gone, as
-        // an open that loses the race with the unlink finds on a disk (ENOENT).
-        guard unlinkedOpen.attributes(ino) != nil, isHeldOpen(ino) else { return nil }
+    /// An open of a file removed while open (through `/proc/PID/fd/N`), or removed just
+    /// after the kernel found it (`HeldByKernel`): one more handle on the same bytes, its
+    /// writer's when it has one; `truncate` (O_TRUNC) empties them.
+    func reopenUnlinked(_ ino: UInt64, node: UInt64, writing: Bool, truncate: Bool = false) throws -> Opened? {
+        // Nothing holds it any more (its last handle is being released, its time for the
+        // kernel is over): it is gone.
+        guard let attributes = unlinkedOpen.attributes(ino), isHeldOpen(ino) else { return nil }
+        let ownBytes = unlinkedOpen.ownsBytes(ino)
         if let writer = removedFileWriter(ino) {
             writer.opened()
-            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")
+            let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")
+            // Its time for the kernel may have ended, or its last other handle closed,
+            // since the look above, before this handle held it: its attributes went then;
+            // this handle keeps them, until its release (`releasedUnlinked`).
+            if unlinkedOpen.attributes(ino) == nil { unlinkedOpen.record(attributes, ownBytes: ownBytes) }
+            if truncate && writing {
+                do { try self.truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
+            }
+            return result
         }
         // Its writer left with its last handle between the look above and this one (a
         // release racing with this open): nothing holds it now. (The release lets the
@@ -231,6 +249,20 @@ extension FileSystem {
         guard !unlinkedOpen.isEmpty else { return }
         var inos = [file.ino]
         if case .writer(let writer) = file.state, case .plain(let id) = writer.withLock({ writer.target }) { inos.append(UInt64(id)) }
-        for ino in inos where unlinkedOpen.attributes(ino) != nil && !isHeldOpen(ino) { unlinkedOpen.forget(ino) }
+        inos.forEach(forgetUnlessHeld)
+    }
+
+    /// What is kept for removed file `ino` goes when nothing holds it. Taken out before
+    /// the last look, and put back when that look finds a handle: a reopen
+    /// (`reopenUnlinked`) adds its handle first, then looks for what is kept, so that
+    /// one of the two always sees the other.
+    func forgetUnlessHeld(_ ino: UInt64) {
+        guard unlinkedOpen.attributes(ino) != nil, !isHeldOpen(ino) else { return }
+        while let kept = unlinkedOpen.take(ino) {
+            guard isHeldOpen(ino) else { return }
+            unlinkedOpen.putBack(ino, kept)
+            // Its holder may have let go since: look once more.
+            if isHeldOpen(ino) { return }
+        }
     }
 }
