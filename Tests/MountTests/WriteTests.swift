@@ -16,6 +16,18 @@ final class WriteTests: MountTestCase {
 
     func inode(_ path: String) throws -> String { try sh("stat -c %i \(q(path))").stdout }
 
+    /// Python `script` run in a new plain directory (the oracle) and in new album
+    /// `album`, each given to it as its first argument, then `arguments`: what each run
+    /// printed.
+    func python(_ script: String, inAPlainDirectoryAndIn album: String, arguments: [String] = []) throws
+        -> (there: Processes.Result, here: Processes.Result) {
+        let plain = temp.sub("plain-" + album.replacingOccurrences(of: "/", with: "-"))
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        try sh("mkdir \(q(album))")
+        return (try Processes.run("python3", ["-c", script, plain] + arguments),
+                try Processes.run("python3", ["-c", script, m + "/" + album] + arguments))
+    }
+
     func check() throws {
         let result = try Processes.albumfs("check", lib)
         XCTAssertEqual(result.status, 0, result.stdout)
@@ -242,9 +254,6 @@ final class WriteTests: MountTestCase {
     /// the library's disk, while it is written and after: the kernel asks the daemon, and
     /// without an answer it took every byte for data (smbtorture's `smb2.ioctl`).
     func testHolesOfASparseFileAreFoundAsInAPlainDirectory() throws {
-        let plain = temp.sub("plain")
-        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
-        try sh("mkdir Albums/Sparse")
         let script = """
             import ctypes, os, sys
             libc = ctypes.CDLL(None, use_errno=True)
@@ -267,10 +276,9 @@ final class WriteTests: MountTestCase {
             fd = os.open(path, os.O_RDONLY)
             print('reopened', probe(fd))
             """
-        let there = try Processes.run("python3", ["-c", script, plain])
+        let (there, here) = try python(script, inAPlainDirectoryAndIn: "Albums/Sparse")
         XCTAssertTrue(there.ok, there.stderr)
         XCTAssertTrue(there.stdout.contains("2097152"), there.stdout)
-        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Sparse"])
         XCTAssertEqual(here.stdout, there.stdout, here.stderr)
     }
 
@@ -299,9 +307,6 @@ final class WriteTests: MountTestCase {
     /// plain directory. The daemon keeps such a file 2 seconds (`HeldByKernel`): then it
     /// holds nothing of them.
     func testAFileRemovedWhileTheKernelHoldsItOpensAgainThroughThatReference() throws {
-        let plain = temp.sub("plain")
-        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
-        try sh("mkdir Albums/Held")
         let script = """
             import os, sys
             folder = sys.argv[1]
@@ -331,14 +336,13 @@ final class WriteTests: MountTestCase {
             os.close(held)
             print(sorted(os.listdir(folder)))
             """
-        let there = try Processes.run("python3", ["-c", script, plain])
+        let (there, here) = try python(script, inAPlainDirectoryAndIn: "Albums/Held")
         XCTAssertEqual(there.stdout, """
             renamed over: b'first then first+more' nlink 0 / b'first+more' nlink 0
             removed: b'second' nlink 0
             []
 
             """, there.stderr)
-        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Held"])
         XCTAssertEqual(here.stdout, there.stdout, here.stderr)
         XCTAssertEqual(mount.heldFiles(pid: try XCTUnwrap(mount.pid)), [], "the removed files' bytes go after their 2 seconds")
         try check()
@@ -351,9 +355,6 @@ final class WriteTests: MountTestCase {
     /// the opens failed with ENOENT: the kernel's OPEN of the file its lookup had found
     /// came after the rename removed it (`HeldByKernel`, `FSError.removedBeforeItsOpen`).
     func testAnOpenRacingARenameOverTheNameOpensWhatTheNameHolds() throws {
-        let plain = temp.sub("plain")
-        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
-        try sh("mkdir Albums/Race")
         let script = """
             import os, sys, threading
             folder, rounds = sys.argv[1], 1000
@@ -388,9 +389,8 @@ final class WriteTests: MountTestCase {
             except OSError as e:
                 print('reopen:', e.strerror)
             """
-        let there = try Processes.run("python3", ["-c", script, plain])
+        let (there, here) = try python(script, inAPlainDirectoryAndIn: "Albums/Race")
         XCTAssertEqual(there.stdout, "errors {} ['notes.txt']\nreopened the file renamed over\n", there.stderr)
-        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Race"])
         XCTAssertEqual(here.stdout, there.stdout, here.stderr)
         try check()
     }
@@ -877,14 +877,9 @@ final class WriteTests: MountTestCase {
                 again = open(path, 'rb').read()
                 print(name, seen, len(again), again[:4], again[4096:4100], again[-4:])
             """
-        let photo = gps + "/DSCN0010.jpg"
-        let plain = temp.sub("plain-copied-in")
-        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
-        let there = try Processes.run("python3", ["-c", script, plain, photo])
+        let (there, here) = try python(script, inAPlainDirectoryAndIn: "Albums/Copied", arguments: [gps + "/DSCN0010.jpg"])
         XCTAssertTrue(there.ok, there.stderr)
         XCTAssertTrue(there.stdout.contains("b'BBBB', b'CCCC'"), there.stdout)
-        try sh("mkdir Albums/Copied")
-        let here = try Processes.run("python3", ["-c", script, m + "/Albums/Copied", photo])
         XCTAssertEqual(here.stdout, there.stdout, here.stderr)
         try check()
     }

@@ -182,28 +182,33 @@ public final class MountedLibrary: @unchecked Sendable {
             .union(ownFiles)
         /// Descriptor number and target: the same number opened again on another file
         /// is another descriptor.
-        func held() -> Set<String> {
+        struct Held: Hashable {
+            let fd: String
+            let target: String
+            let isBlob: Bool
+        }
+        let blobs = library + "/originals/"
+        func held() -> Set<Held> {
             let folder = "/proc/\(pid)/fd"
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
-            return Set(names.compactMap { name -> String? in
+            return Set(names.compactMap { name -> Held? in
                 var st = stat()
                 guard stat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                       !own.contains(FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))),
                       let target = try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + name)
                 else { return nil }
-                return mayHoldAtEnd.contains { target.hasPrefix($0) } ? nil : name + " " + target
+                return mayHoldAtEnd.contains { target.hasPrefix($0) } ? nil : Held(fd: name, target: target, isBlob: target.hasPrefix(blobs))
             })
         }
         let started = Date()
-        func isBlob(_ entry: String) -> Bool { entry.split(separator: " ", maxSplits: 1).last?.hasPrefix(library + "/originals/") ?? false }
         var found = held()
-        var others: Set<String>?  // the verdict on files other than blobs, at 5 s
+        var others: Set<Held>?  // the verdict on files other than blobs, at 5 s
         while true {
             let waited = Date().timeIntervalSince(started)
-            if others == nil && (waited >= 5 || found.allSatisfy(isBlob)) { others = found.filter { !isBlob($0) } }
-            let blobsHeld = found.filter(isBlob)
+            if others == nil && (waited >= 5 || found.allSatisfy(\.isBlob)) { others = found.filter { !$0.isBlob } }
+            let blobsHeld = found.filter(\.isBlob)
             if let others, blobsHeld.isEmpty || waited >= 30 {
-                return others.union(blobsHeld).map { String($0.split(separator: " ", maxSplits: 1)[1]) }.sorted()
+                return others.union(blobsHeld).map(\.target).sorted()
             }
             usleep(50_000)
             found.formIntersection(held())

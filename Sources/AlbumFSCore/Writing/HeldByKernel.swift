@@ -2,8 +2,7 @@ import AlbumCore
 import Glibc
 
 /// Plain files removed through this mount (`rm`, or another file renamed over them),
-/// kept for a moment for an open that the kernel's path walk began before
-/// the removal: it found the inode, and its OPEN reaches the daemon after the row is
+/// kept for a moment for an open that the kernel's path walk began before the removal: it found the inode, and its OPEN reaches the daemon after the row is
 /// gone. On a disk that open gets the removed file. Without this it got `ESTALE`
 /// (`FSError.removedBeforeItsOpen`) and the kernel walked the path again, which opens
 /// what the name holds now; but when the name was replaced once more during that walk
@@ -13,11 +12,10 @@ import Glibc
 /// Kept: the file's bytes (a descriptor of them; their name in `plain/` goes at once)
 /// and its attributes (`UnlinkedOpenFiles`, `st_nlink` 0), `seconds` after the removal
 /// (the schedule's tick, once a second, lets them go: 2 to 3 s), `limit` files at most
-/// (the oldest go first: each holds a descriptor). The
-/// kernel says when it lets an inode go (FORGET), but not for a file renamed over,
-/// whose inode it may keep cached without a name until memory is short (measured: until
-/// the page cache was dropped), so a time bound is needed anyway, and it is the only
-/// one. What an open through an `O_PATH` descriptor or a server's file handle gets
+/// (the oldest go first: each holds a descriptor). The kernel says when it lets an
+/// inode go (FORGET), but not for a file renamed over, whose inode it may keep cached
+/// without a name until memory is short (measured: until the page cache was dropped),
+/// so a time bound is needed anyway, and it is the only one. What an open through an `O_PATH` descriptor or a server's file handle gets
 /// after that time is `ESTALE`. Not kept: a file that shares a blob (a save's backup),
 /// one with other names, a symbolic link, bytes that cannot be opened, and a file that
 /// lives on (it became a photo); another host's removals are not seen here.

@@ -137,10 +137,7 @@ extension FileSystem {
             let writer = try plainWriter(file, ino: ino)
             writer.opened()
             let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name, pid: pid)
-            if flags & O_TRUNC != 0 {
-                do { try truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
-            }
-            return result
+            return try emptied(result, writer, if: flags & O_TRUNC != 0)
         }
         if let writer = writers.get(ino) {
             writer.opened()
@@ -193,10 +190,15 @@ extension FileSystem {
         // In the handle table first: a writer may wait there for readers to close, and
         // truncates nothing if they do not.
         let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: asset.name, pid: pid)
-        if truncate {
-            do { try self.truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
-        }
-        return result
+        return try emptied(result, writer, if: truncate)
+    }
+
+    /// An open with `O_TRUNC` (`truncate`): `writer`'s bytes emptied once the handle
+    /// `opened` holds them; the handle let go when that fails.
+    func emptied(_ opened: Opened, _ writer: Writer, if truncate: Bool) throws -> Opened {
+        guard truncate else { return opened }
+        do { try self.truncate(writer, to: 0) } catch { release(handle: opened.handle); throw error }
+        return opened
     }
 
     /// The writer of a plain file: its own bytes, written in place (a file that shares a

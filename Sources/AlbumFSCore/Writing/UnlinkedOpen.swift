@@ -54,7 +54,8 @@ extension FileSystem {
     /// Before its bytes file's name is removed (the attributes read it).
     func keepAttributesIfOpen(_ file: PlainFile) {
         let ino = UInt64(file.id)
-        guard isHeldOpen(ino), let a = try? attributes(of: file) else { return }
+        // Kept for the kernel already (`removingPlainFile`), with these attributes.
+        guard unlinkedOpen.attributes(ino) == nil, isHeldOpen(ino), let a = try? attributes(of: file) else { return }
         unlinkedOpen.record(a)
     }
 
@@ -222,10 +223,7 @@ extension FileSystem {
             // since the look above, before this handle held it: its attributes went then;
             // this handle keeps them, until its release (`releasedUnlinked`).
             if unlinkedOpen.attributes(ino) == nil { unlinkedOpen.record(attributes, ownBytes: ownBytes) }
-            if truncate && writing {
-                do { try self.truncate(writer, to: 0) } catch { release(handle: result.handle); throw error }
-            }
-            return result
+            return try emptied(result, writer, if: truncate && writing)
         }
         // Its writer left with its last handle between the look above and this one (a
         // release racing with this open): nothing holds it now. (The release lets the
