@@ -104,7 +104,11 @@ final class Bridge: @unchecked Sendable {
             try body()
         } catch {
             let failure = FSError.from(error)
-            if failure.logged {
+            if DescriptorLimit.isReached(failure.errno) {
+                // One line a minute says which limit and what to do, not one a request.
+                DescriptorLimit.reached()
+                Log.debug("\(what()): \(failure.description) (raised at \(failure.location))")
+            } else if failure.logged {
                 Log.warning("\(what()): \(failure.description)")
                 Log.debug("  raised at \(failure.location)")
             } else {

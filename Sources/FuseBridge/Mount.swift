@@ -176,6 +176,9 @@ public enum FuseMount {
         }
         let modes = [passthrough ? "reads in passthrough" : nil, ringServes ? "requests through io_uring" : nil].compactMap { $0 }
         Log.info("mounted \(request.library) on \(request.mountpoint)" + (modes.isEmpty ? "" : " (\(modes.joined(separator: ", ")))"))
+        if DescriptorLimit.current < DescriptorLimit.enough {
+            Log.warning("albumfs may hold only \(DescriptorLimit.current) files open (its hard limit, RLIMIT_NOFILE), one for each file open through the mount: beyond that, opens fail with ENFILE; start it with a higher hard limit (ulimit -Hn, LimitNOFILE= in a systemd unit)")
+        }
         let rc = shim_loop_mt(session, 1, 8, 16)
         if let ring {
             let refused = albumfs_ring_refused(ring)

@@ -6,6 +6,8 @@ import Glibc
 // under Commands/; this file only dispatches.
 
 setlocale(LC_ALL, "")
+// A mount holds a descriptor for every file open through it (DescriptorLimit).
+DescriptorLimit.raiseToHard()
 let arguments = Array(CommandLine.arguments.dropFirst())
 let status: Int32
 do {

@@ -225,6 +225,130 @@ final class FaultTests: XCTestCase {
         try check("after freeing space")
     }
 
+    /// A plain directory of the nine GPS sample photos and a text file, and an album of
+    /// the mount holding the same files (copied in with `cp`).
+    private func photosInAPlainDirectoryAndAnAlbum() throws -> (plain: String, album: String) {
+        let plain = temp.sub("plain")
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        let gps = Samples.directory + "/photos/jpg/gps"
+        for name in try FileManager.default.contentsOfDirectory(atPath: gps) where name.hasSuffix(".jpg") {
+            try FileManager.default.copyItem(atPath: gps + "/" + name, toPath: plain + "/" + name)
+        }
+        try "notes kept beside the photos\n".write(toFile: plain + "/notes.txt", atomically: false, encoding: .utf8)
+        let album = mount.path("Albums/Many")
+        let copied = try Processes.shell("mkdir \(q(album)) && cp \(q(plain))/* \(q(album))/")
+        XCTAssertTrue(copied.ok, copied.stderr)
+        return (plain, album)
+    }
+
+    /// Tests/Clients/hold-open.py on `folder`: its JSON output, parsed.
+    /// `writes`: files opened to be written before the others are held, written and
+    /// closed while they are (a name and the file whose bytes it gets).
+    private func holdOpen(_ folder: String, _ count: Int, create: String? = nil,
+                          writes: [(name: String, source: String)] = []) throws -> [String: Any] {
+        let run = try Processes.run("python3", [Samples.packageRoot + "/Tests/Clients/hold-open.py", folder, String(count)]
+                                    + (create.map { ["--create", $0] } ?? []) + writes.flatMap { ["--write", $0.name, $0.source] })
+        XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], run.stdout)
+    }
+
+    /// The soft and hard limits of open files of process `pid`.
+    private func fileLimits(of pid: Int32) throws -> (soft: String, hard: String) {
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let line = try XCTUnwrap(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let fields = line.dropFirst("Max open files".count).split(separator: " ")
+        return (String(fields[0]), String(fields[1]))
+    }
+
+    /// A program holding thousands of files of an album open at once (an indexer, a file
+    /// server with many clients) gets every one, as on a disk, although the daemon was
+    /// started with a soft limit of 256 open files: it holds a descriptor for each file
+    /// open through the mount, and raises its soft limit to the hard one at start
+    /// (`DescriptorLimit`). Before, the 230th file held open failed with EIO and two log
+    /// lines telling to run `albumfs check`. Its decoder workers keep 1,024 for what they
+    /// start. Compared with the same program on a plain directory of the same files.
+    func testThousandsOfFilesHeldOpenAtOnceAllOpenWhateverTheDaemonsSoftLimit() throws {
+        var own = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &own)
+        let hard = own.rlim_max == rlim_t.max ? 1 << 20 : Int(own.rlim_max)
+        let count = 3000
+        guard hard >= count + 500 else {
+            return XCTFail("this machine lets a process hold only \(hard) files open; the test needs \(count + 500)")
+        }
+        mount = try MountedLibrary(library: lib, temp: temp, fileLimit: (soft: 256, hard: hard))
+        let (plain, album) = try photosInAPlainDirectoryAndAnAlbum()
+        let daemon = try XCTUnwrap(mount.pid)
+        XCTAssertEqual(try fileLimits(of: daemon).soft, String(hard), "the daemon raised its soft limit to the hard one")
+        // The copies' metadata came from decoder workers, children of the daemon.
+        let workers = try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init).filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let end = stat.lastIndex(of: ")") else { return false }
+            return stat[stat.index(end, offsetBy: 2)...].split(separator: " ").dropFirst().first == Substring(String(daemon))
+        }
+        XCTAssertFalse(workers.isEmpty, "a decoder worker runs")
+        for worker in workers { XCTAssertEqual(try fileLimits(of: worker).soft, "1024", "worker \(worker)") }
+
+        let onTheMount = try holdOpen(album, count)
+        XCTAssertEqual(onTheMount["opened"] as? Int, count, "\(onTheMount["refused"] ?? "")")
+        XCTAssertEqual(onTheMount as NSDictionary, try holdOpen(plain, count) as NSDictionary)
+        XCTAssertFalse(mount.log.contains("run albumfs check"), mount.log)
+    }
+
+    /// Near the daemon's hard limit (128 here, which it cannot raise), an open through
+    /// the mount fails with ENFILE, "too many open files in system" (before: EIO, and two
+    /// log lines a file telling to run `albumfs check` on a library that had nothing
+    /// wrong); the log says which limit was reached and how to raise it, once a minute and
+    /// once at the mount; a file created there is refused and leaves nothing; every file
+    /// opened reads whole; files opened before are written and closed whole (a new photo
+    /// and a save: before, both closes failed, and the new photo, kept as an unfinished
+    /// plain file, was discarded at the next mount); once the program closes its files,
+    /// everything opens again.
+    func testAtTheDaemonsHardLimitOpensFailWithENFILEAndLoseNothing() throws {
+        mount = try MountedLibrary(library: lib, temp: temp, fileLimit: (soft: 128, hard: 128))
+        let (plain, album) = try photosInAPlainDirectoryAndAnAlbum()
+        let names = try FileManager.default.contentsOfDirectory(atPath: album).sorted()
+        let oracle = try holdOpen(plain, 30)
+        let oracleDigests = try XCTUnwrap(oracle["digests"] as? [String: [String]])
+        let jpg = Samples.directory + "/photos/jpg"
+        let newPhoto = jpg + "/Canon_40D.jpg", savedBytes = jpg + "/Nikon_D70.jpg"
+
+        let atTheLimit = try holdOpen(album, 400, create: "made-at-the-limit.txt",
+                                      writes: [("new.jpg", newPhoto), ("DSCN0010.jpg", savedBytes)])
+        let opened = try XCTUnwrap(atTheLimit["opened"] as? Int)
+        XCTAssertGreaterThan(opened, 20, "the daemon holds a few files of its own, not 100")
+        XCTAssertLessThan(opened, 128)
+        XCTAssertEqual(atTheLimit["refused"] as? [String: Int], ["ENFILE": 400 - opened])
+        XCTAssertEqual(atTheLimit["created"] as? String, "ENFILE")
+        XCTAssertEqual(atTheLimit["read_errors"] as? [String: Int], [:])
+        XCTAssertEqual(atTheLimit["writes"] as? [String: String], ["new.jpg": "closed", "DSCN0010.jpg": "closed"])
+        let digests = try XCTUnwrap(atTheLimit["digests"] as? [String: [String]])
+        XCTAssertFalse(digests.isEmpty)
+        for (name, read) in digests where name != "DSCN0010.jpg" { XCTAssertEqual(read, oracleDigests[name], name) }
+
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: album).sorted(), (names + ["new.jpg"]).sorted(),
+                       "the refused create left nothing")
+        let log = mount.log
+        XCTAssertTrue(log.contains("albumfs may hold only 128 files open"), log)
+        XCTAssertEqual(log.components(separatedBy: "holds nearly as many files open as its limit allows (128").count - 1, 1, log)
+        XCTAssertFalse(log.contains("run albumfs check"), log)
+        XCTAssertFalse(log.contains("Input/output error"), log)
+        // What was written is in the library, and stays there after a new mount.
+        mount.unmount()
+        try mount.start()
+        XCTAssertTrue(FileManager.default.contentsEqual(atPath: mount.path("Albums/Many/new.jpg"), andPath: newPhoto))
+        XCTAssertTrue(FileManager.default.contentsEqual(atPath: mount.path("All Photos/new.jpg"), andPath: newPhoto), "a photo")
+        XCTAssertTrue(FileManager.default.contentsEqual(atPath: mount.path("Albums/Many/DSCN0010.jpg"), andPath: savedBytes))
+        let versions = try Processes.albumfs("versions", lib, "Albums/Many/DSCN0010.jpg")
+        XCTAssertTrue(versions.stdout.hasPrefix("DSCN0010.jpg: 2 version(s)"), versions.stdout)
+        try FileManager.default.removeItem(atPath: album + "/new.jpg")
+        try FileManager.default.copyItem(atPath: savedBytes, toPath: plain + "/DSCN0010.jpg.saved")
+        try FileManager.default.removeItem(atPath: plain + "/DSCN0010.jpg")
+        try FileManager.default.moveItem(atPath: plain + "/DSCN0010.jpg.saved", toPath: plain + "/DSCN0010.jpg")
+        // Once the files are closed, everything opens again.
+        XCTAssertEqual(try holdOpen(album, 30) as NSDictionary, try holdOpen(plain, 30) as NSDictionary)
+        try check("after the limit")
+    }
+
     /// A sync of the database's log that fails (the disk reports a write error; here the
     /// daemon's test hook fails every sync once a marker file exists) stops the daemon as
     /// a crash would, with a line that says so. The close in flight does not return 0;

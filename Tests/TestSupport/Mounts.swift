@@ -16,6 +16,9 @@ public final class MountedLibrary: @unchecked Sendable {
     public private(set) var options: [String]
     /// Added to the daemon's environment (the test hooks of the decoder workers).
     public var environment: [String: String]
+    /// The daemon's limit of open files at its start (soft, hard), set by `prlimit`
+    /// before it runs; nil: the test runner's.
+    public let fileLimit: (soft: Int, hard: Int)?
     /// Whether the mount on `mountpoint` is this object's to unmount (a later object may
     /// mount the same folder after this one unmounted it).
     private var ownsMount = false
@@ -33,13 +36,15 @@ public final class MountedLibrary: @unchecked Sendable {
     /// Mounts `library` (which must exist) on a fresh folder in `temp`.
     /// `requests`: trace every FUSE request (`-d`) to `requestLogPath`.
     public init(library: String, temp: TempDirectory, name: String = "mnt", options: [String] = [],
-                environment: [String: String] = [:], requests: Bool = false) throws {
+                environment: [String: String] = [:], requests: Bool = false,
+                fileLimit: (soft: Int, hard: Int)? = nil) throws {
         self.library = library
         self.mountpoint = temp.sub(name)
         self.logPath = temp.sub("\(name).log")
         self.requestLogPath = requests ? temp.sub("\(name).requests") : nil
         self.options = options
         self.environment = environment
+        self.fileLimit = fileLimit
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         try start()
     }
@@ -50,6 +55,11 @@ public final class MountedLibrary: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: Processes.albumfs)
         process.arguments = ["mount", library, mountpoint, "-f", "-o", (["log=\(logPath)"] + options).joined(separator: ",")]
             + (requestLogPath != nil ? ["-d"] : [])
+        if let fileLimit {
+            // prlimit sets the limit and execs the daemon: the child is still the daemon.
+            process.arguments = ["--nofile=\(fileLimit.soft):\(fileLimit.hard)", "--", Processes.albumfs] + process.arguments!
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["ALBUMFS_EXIT_WITH_PARENT"] = "1"
         environment.merge(self.environment) { $1 }

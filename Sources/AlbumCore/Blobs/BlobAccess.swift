@@ -33,6 +33,8 @@ extension Library {
         let descriptor: FileDescriptor
         do {
             descriptor = try blobs.open(sha256)
+        } catch let error as LibraryError where DescriptorLimit.isReached(error.errno) {
+            throw error  // this process's limit, not the blob (DescriptorLimit)
         } catch {
             Log.error("the original of \(owner()) cannot be opened: \(error); run albumfs check")
             throw LibraryError.io("the original of \(owner()) cannot be opened", errno: EIO)

@@ -290,6 +290,9 @@ public enum DecoderWorker {
             var limit = rlimit(rlim_cur: 4 << 30, rlim_max: 4 << 30)
             setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
         }
+        // A worker holds a few files; the limit the daemon raised would make exiftool's
+        // start (Foundation's `Process`) close up to a million descriptors.
+        DescriptorLimit.lowered(to: 1024)
         signal(SIGPIPE, SIG_IGN)
         MetadataReader.initialize()
         vips_concurrency_set(1)  // parallelism comes from several workers

@@ -22,6 +22,7 @@ extension FileSystem {
     public func create(parent: UInt64, name bytes: [UInt8], mode: UInt32, flags: Int32,
                        open: Bool = true, pid: Int32 = 0) throws -> (Attributes, Opened?) {
         try checkWritable()
+        try roomForAnotherFile()
         let name = try validName(bytes)
         let folder = try folderForNewFile(parent, name: name)
         let id = try newInodeNumber()
@@ -75,7 +76,17 @@ extension FileSystem {
     /// passthrough (`FileServers`) and only its process's close saves what it writes
     /// (`flush`).
     public func open(_ ino: UInt64, node: UInt64? = nil, flags: Int32, pid: Int32 = 0) throws -> Opened {
-        try open(ino, node: node, flags: flags, pid: pid, lookedAgain: false)
+        try roomForAnotherFile()
+        return try open(ino, node: node, flags: flags, pid: pid, lookedAgain: false)
+    }
+
+    /// `ENFILE` when the daemon is near its limit of open files, so that the files open
+    /// can still be closed (their closes need descriptors to store what was written;
+    /// `DescriptorLimit.reserve`).
+    private func roomForAnotherFile() throws {
+        guard DescriptorLimit.roomForAnotherFile() else {
+            throw FSError(ENFILE, "no room for another open file: albumfs holds nearly \(DescriptorLimit.current), its limit", logged: false)
+        }
     }
 
     private func open(_ ino: UInt64, node: UInt64?, flags: Int32, pid: Int32, lookedAgain: Bool) throws -> Opened {
