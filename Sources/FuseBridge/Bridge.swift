@@ -104,11 +104,11 @@ final class Bridge: @unchecked Sendable {
             try body()
         } catch {
             let failure = FSError.from(error)
-            if DescriptorLimit.isReached(failure.errno) {
-                // One line a minute says which limit and what to do, not one a request.
-                DescriptorLimit.reached()
-                Log.debug("\(what()): \(failure.description) (raised at \(failure.location))")
-            } else if failure.logged {
+            // The limit of open files: one line a minute says which and what to do. An
+            // open refused for it says no more (`roomForAnotherFile`); any other request
+            // failed by it (a close that could not store a photo) is named as well.
+            if DescriptorLimit.isReached(failure.errno) { DescriptorLimit.reached() }
+            if failure.logged {
                 Log.warning("\(what()): \(failure.description)")
                 Log.debug("  raised at \(failure.location)")
             } else {

@@ -3,8 +3,9 @@ import Glibc
 extension Library {
     /// Why a blob file is not what was stored, or nil when it looks intact: missing, a
     /// link, not a regular file, or changed in size or mtime since it was stored (a
-    /// cheap check; `albumfs check` re-hashes), or marked damaged by `check`.
-    public func blobProblem(_ sha256: String, descriptor: FileDescriptor? = nil) -> String? {
+    /// cheap check; `albumfs check` re-hashes), or marked damaged by `check`. Throws
+    /// only when this process is out of descriptors: that is no verdict on the blob.
+    public func blobProblem(_ sha256: String, descriptor: FileDescriptor? = nil) throws -> String? {
         let st: stat
         do {
             if let descriptor {
@@ -13,6 +14,8 @@ extension Library {
                 guard let found = try files.status(.blob(sha256)) else { return "is missing" }
                 st = found
             }
+        } catch let error as LibraryError where DescriptorLimit.isReached(error.errno) {
+            throw error
         } catch {
             return "cannot be read (\(error))"
         }
@@ -39,7 +42,7 @@ extension Library {
             Log.error("the original of \(owner()) cannot be opened: \(error); run albumfs check")
             throw LibraryError.io("the original of \(owner()) cannot be opened", errno: EIO)
         }
-        if let problem = blobProblem(sha256, descriptor: descriptor) {
+        if let problem = try blobProblem(sha256, descriptor: descriptor) {
             Log.error("the original of \(owner()) \(problem); reads fail until it is restored (copy the original in again); run albumfs check")
             throw LibraryError.io("the original of \(owner()) \(problem)", errno: EIO)
         }

@@ -80,8 +80,10 @@ public enum ImportOutcome: Sendable {
 extension Library {
     /// Sniffs a file and reads its metadata. A file whose metadata reader failed (not a
     /// verdict on the bytes: the worker crashed or ran out of time) is a photo without
-    /// metadata, with a log line: the user's file is kept either way.
-    public func classify(_ file: HashedFile, name: String, reader: any MetadataReading) -> Classification {
+    /// metadata, with a log line: the user's file is kept either way. A reader that could
+    /// not start for want of descriptors throws: the close fails with `ENFILE` rather
+    /// than keep a photo without its metadata for good.
+    public func classify(_ file: HashedFile, name: String, reader: any MetadataReading) throws -> Classification {
         switch Sniffer.sniff(file.header, name: name) {
         case .unsupported(let why):
             return .notMedia(why)
@@ -90,6 +92,8 @@ extension Library {
                 return .media(try reader.metadata(of: file.descriptor, format: format))
             } catch LibraryError.refused(let why) {
                 return .notMedia(why)
+            } catch let error as LibraryError where DescriptorLimit.isReached(error.errno) {
+                throw error
             } catch {
                 Log.warning("\(name): its metadata could not be read (\(error)); kept as a \(format.rawValue.uppercased()) without metadata")
                 var metadata = MediaMetadata(format: format)
@@ -128,7 +132,7 @@ extension Library {
             return try write { tx in try tx.addExisting(existing.id, destination: destination) }
         }
         let metadata: MediaMetadata
-        switch classify(staged, name: originalName, reader: reader) {
+        switch try classify(staged, name: originalName, reader: reader) {
         case .notMedia(let why): return .refused(why)
         case .media(let m): metadata = m
         }
@@ -194,7 +198,7 @@ extension Library {
     /// caller's placement).
     public func placeBlob(_ file: HashedFile) throws -> BlobStore.Placement? {
         if try read({ try $0.blobRecord(file.sha256) }) != nil {
-            if let problem = blobProblem(file.sha256) { try heal(file, problem) }
+            if let problem = try blobProblem(file.sha256) { try heal(file, problem) }
             return nil
         }
         guard blobs.exists(file.sha256) else {

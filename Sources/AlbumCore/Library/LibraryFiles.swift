@@ -90,6 +90,7 @@ public final class LibraryFiles: Sendable {
     /// folder of 3,000 (which it does before every new name, to rule out one that differs
     /// only in case). Nothing but a person's hand removes `plain/`, and the library's
     /// bytes with it; `thumbnails/`, which may go at any time, is opened each time.
+    /// Opened to be read (not `O_PATH`), so that `syncFolder` syncs it through this too.
     private let plainFolder = Locked<FileDescriptor?>(nil)
 
     public init(root: String, staging: LibraryPath = .staging) throws {
@@ -121,7 +122,7 @@ public final class LibraryFiles: Sendable {
         if path.relative == "." { return rootFD }
         if path == .plainFiles {
             if let open = plainFolder.withLock({ $0 }) { return open }
-            let opened = try openFolder(path)
+            let opened = try open(path, flags: O_RDONLY | O_DIRECTORY)
             return plainFolder.withLock { cached in
                 if cached == nil { cached = opened }
                 return cached!
@@ -197,6 +198,11 @@ public final class LibraryFiles: Sendable {
 
     /// fsyncs a folder, so that a rename, link or create inside it is durable.
     public func syncFolder(_ path: LibraryPath) throws {
+        // The root and `plain/` (synced at every new plain file's first close) through
+        // the descriptors held open: no open for each sync, and none to fail at the limit
+        // of open files (`DescriptorLimit`), which would leave a closed file unfinished.
+        if path.relative == "." { return try rootFD.sync() }
+        if path == .plainFiles { return try folder(path).sync() }
         try open(path, flags: O_RDONLY | O_DIRECTORY).sync()
     }
 

@@ -6,6 +6,8 @@ public struct SQLiteError: Error, CustomStringConvertible {
     public let code: Int32
     public let message: String
     public let sql: String?
+    /// The errno of the system call that failed under it (`sqlite3_system_errno`), or 0.
+    public var systemErrno: Int32 = 0
 
     public var description: String {
         if let sql { return "SQLite error \(code): \(message) (in: \(sql))" }
@@ -14,6 +16,9 @@ public struct SQLiteError: Error, CustomStringConvertible {
 
     /// SQLITE_FULL: the disk is full.
     public var isDiskFull: Bool { code & 0xff == SQLITE_FULL }
+    /// SQLITE_CANTOPEN for want of a descriptor: a new connection, or its log, could not
+    /// be opened at this process's limit of open files (`DescriptorLimit`).
+    public var isOutOfDescriptors: Bool { code & 0xff == SQLITE_CANTOPEN && DescriptorLimit.isReached(systemErrno) }
     /// SQLITE_CONSTRAINT: a unique or foreign key constraint failed.
     public var isConstraint: Bool { code & 0xff == SQLITE_CONSTRAINT }
 }
@@ -36,8 +41,12 @@ public final class SQLiteConnection: Database, @unchecked Sendable {
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(code: rc, message: message, sql: nil)
+            var failure = SQLiteError(code: rc, message: message, sql: nil)
+            if let db {
+                failure.systemErrno = sqlite3_system_errno(db)
+                sqlite3_close_v2(db)
+            }
+            throw failure
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
@@ -51,7 +60,9 @@ public final class SQLiteConnection: Database, @unchecked Sendable {
     }
 
     func error(_ rc: Int32, _ sql: String?) -> SQLiteError {
-        SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+        var failure = SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+        failure.systemErrno = sqlite3_system_errno(handle)
+        return failure
     }
 
     public func execute(_ sql: String) throws {

@@ -58,17 +58,22 @@ public enum DescriptorLimit {
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
-    /// The soft limit: as `raiseToHard` left it, or read once.
+    /// The soft limit: as `raiseToHard` left it, or as last read (`readAgain`).
     public static var current: Int {
         let value = known.load(ordering: .relaxed)
-        if value > 0 { return value }
+        return value > 0 ? value : readAgain()
+    }
+
+    private static let known = Atomic<Int>(0)
+
+    /// Reads the soft limit (someone may have changed it with `prlimit --pid`).
+    @discardableResult
+    private static func readAgain() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
         known.store(Int(clamping: limit.rlim_cur), ordering: .relaxed)
         return Int(clamping: limit.rlim_cur)
     }
-
-    private static let known = Atomic<Int>(0)
 
     /// Descriptors kept free for the files already open: a close that stores a new
     /// photo opens its blob's folder, a save its blob, a reader of the database its
@@ -77,16 +82,25 @@ public enum DescriptorLimit {
 
     /// Whether a new file may be opened through the mount: not when fewer than `reserve`
     /// descriptors are left. The kernel hands out the lowest free number, so every number
-    /// below the one a duplicate gets is in use: at least that many are held. (Numbers
-    /// freed above lower ones in use make this count low, never high: at worst an open
-    /// fails at the limit itself, with `ENFILE` all the same.) Two system calls, each
-    /// well under a microsecond, beside an open's tens.
+    /// below the one a duplicate gets is in use: at least that many are held. Numbers
+    /// freed above lower ones in use make this count low, never high; and what the files
+    /// already open take later (a save's first write opens its blob and a copy, the
+    /// database a connection for a new thread) comes out of the reserve. So the reserve
+    /// makes a failed close unlikely, not impossible. A duplicate and its close, about
+    /// half a microsecond here, beside an open's tens.
     public static func roomForAnotherFile() -> Bool {
-        let probe = fcntl(2, F_DUPFD_CLOEXEC, 0)
-        guard probe >= 0 else { return !isReached(errno) }  // EBADF (no stderr): cannot tell
+        guard probeSource >= 0 else { return true }
+        let probe = fcntl(probeSource, F_DUPFD_CLOEXEC, 0)
+        guard probe >= 0 else { return !isReached(errno) }
         close(probe)
-        return Int(probe) < current - reserve
+        if Int(probe) < current - reserve { return true }
+        return Int(probe) < readAgain() - reserve
     }
+
+    /// What `roomForAnotherFile` duplicates: `/dev/null`, whose close does nothing (the
+    /// close of a duplicate of a file on a network or FUSE file system, stderr on one,
+    /// would be a round trip to its server).
+    private static let probeSource: Int32 = open("/dev/null", O_RDONLY | O_CLOEXEC)
 
     /// Whether `code` says this process's table of open files is full.
     public static func isReached(_ code: Int32) -> Bool { code == EMFILE || code == ENFILE }

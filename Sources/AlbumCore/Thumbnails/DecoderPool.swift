@@ -167,6 +167,8 @@ public final class DecoderPool: Decoding, @unchecked Sendable {
         let worker: Worker
         do {
             worker = try idle.withLock { $0.popLast() } ?? spawn()
+        } catch let error as LibraryError where DescriptorLimit.isReached(error.errno) {
+            throw error  // not the decoder's fault, nor the file's (`Library.classify`)
         } catch {
             throw DecoderError.transient("the decoder process could not be started: \(error)")
         }

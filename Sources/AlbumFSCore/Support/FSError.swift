@@ -66,13 +66,13 @@ public struct FSError: Error, CustomStringConvertible {
 
     /// The one mapping from any error to an errno: library errors carry theirs,
     /// SQLite's disk-full is ENOSPC, anything unexpected is EIO. The daemon's own table
-    /// of open files full (`EMFILE`) is `ENFILE` to the caller, whose own limit is not
-    /// the one reached (`DescriptorLimit`).
+    /// of open files full (`EMFILE`, or SQLite unable to open a file for it) is `ENFILE`
+    /// to the caller, whose own limit is not the one reached (`DescriptorLimit`).
     public static func errno(of error: any Error) -> Int32 {
         switch error {
         case let error as FSError: return error.errno
         case let error as LibraryError: return error.errno == EMFILE ? ENFILE : error.errno
-        case let error as SQLiteError: return error.isDiskFull ? ENOSPC : EIO
+        case let error as SQLiteError: return error.isDiskFull ? ENOSPC : error.isOutOfDescriptors ? ENFILE : EIO
         case let error as PostgresError: return error.isDiskFull ? ENOSPC : EIO
         case let error as DecoderError: return error.isPermanent ? EINVAL : EIO
         default: return EIO

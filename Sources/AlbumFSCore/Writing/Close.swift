@@ -342,7 +342,13 @@ extension FileSystem {
         var early = try explained("cannot store \(name)") { try library.blobs.placeEarly(hashed.path, sha256: hashed.sha256) }
         defer { if let placement = early?.0 { library.takeBack(placement) } }
         let syncing = SyncAhead(fd, folders: early?.folders ?? [], files: library.files)
-        let kind = library.classify(hashed, name: classifiedName, reader: decoder)
+        let kind: Classification
+        do {
+            kind = try library.classify(hashed, name: classifiedName, reader: decoder)
+        } catch {
+            try? syncing.finish()  // its descriptor and folders are not to be synced after the close
+            throw error
+        }
         try syncing.finish()
         return try then(kind) {
             defer { early = nil }

@@ -158,7 +158,7 @@ extension FileSystem {
             let bytes = try openBytes(of: file)
             let hashed = try explained("cannot read \(file.name)") { try HashedFile.hashing(file.bytes, descriptor: bytes) }
             let metadata: MediaMetadata
-            switch library.classify(hashed, name: newName, reader: decoder) {
+            switch try library.classify(hashed, name: newName, reader: decoder) {
             case .notMedia(let why):
                 if let over { throw FSError(EINVAL, "refused to put \(file.name) over \(over.name): \(why); both are unchanged") }
                 try plainMove()
