@@ -71,7 +71,9 @@ public final class SQLiteConnection: Database, @unchecked Sendable {
         if rc != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? "unknown error"
             sqlite3_free(message)
-            throw SQLiteError(code: rc, message: text, sql: sql)
+            var failure = SQLiteError(code: rc, message: text, sql: sql)
+            failure.systemErrno = sqlite3_system_errno(handle)  // a new connection opens its log here
+            throw failure
         }
     }
 

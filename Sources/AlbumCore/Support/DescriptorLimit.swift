@@ -35,6 +35,7 @@ public enum DescriptorLimit {
     /// hard limit is unlimited).
     @discardableResult
     public static func raiseToHard() -> Raised {
+        _ = probeSource  // opened now, far from any limit
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Raised(before: 0, now: 0) }
         let before = limit.rlim_cur
@@ -89,8 +90,7 @@ public enum DescriptorLimit {
     /// makes a failed close unlikely, not impossible. A duplicate and its close, about
     /// half a microsecond here, beside an open's tens.
     public static func roomForAnotherFile() -> Bool {
-        guard probeSource >= 0 else { return true }
-        let probe = fcntl(probeSource, F_DUPFD_CLOEXEC, 0)
+        let probe = fcntl(probeSource >= 0 ? probeSource : 2, F_DUPFD_CLOEXEC, 0)
         guard probe >= 0 else { return !isReached(errno) }
         close(probe)
         if Int(probe) < current - reserve { return true }
@@ -99,7 +99,8 @@ public enum DescriptorLimit {
 
     /// What `roomForAnotherFile` duplicates: `/dev/null`, whose close does nothing (the
     /// close of a duplicate of a file on a network or FUSE file system, stderr on one,
-    /// would be a round trip to its server).
+    /// would be a round trip to its server); opened by `raiseToHard` at the start, or
+    /// stderr if it could not be.
     private static let probeSource: Int32 = open("/dev/null", O_RDONLY | O_CLOEXEC)
 
     /// Whether `code` says this process's table of open files is full.

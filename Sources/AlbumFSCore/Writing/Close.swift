@@ -346,7 +346,9 @@ extension FileSystem {
         do {
             kind = try library.classify(hashed, name: classifiedName, reader: decoder)
         } catch {
-            try? syncing.finish()  // its descriptor and folders are not to be synced after the close
+            // Its descriptor and folders are not synced after the close; a failed
+            // writeback, reported once, comes before the classifier's error.
+            try syncing.finish()
             throw error
         }
         try syncing.finish()
