@@ -57,6 +57,7 @@ public enum DescriptorLimit {
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur > rlim_t(most) else { return }
         limit.rlim_cur = rlim_t(most)
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        readAgain()
     }
 
     /// The soft limit: as `raiseToHard` left it, or as last read (`readAgain`).
