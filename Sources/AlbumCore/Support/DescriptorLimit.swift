@@ -10,9 +10,8 @@ import Synchronization
 /// limit of 1,024, the 1,001st file held open at once failed (measured: a program holding
 /// 3,000 photos open got `EIO` for 1,950 of them, and two log lines each saying to run
 /// `albumfs check`, although nothing was wrong with the library). File servers raise
-/// their soft limit to the hard one at start, as the kernel's documentation of
-/// `RLIMIT_NOFILE` and systemd's advise for programs that do not use `select`; so does
-/// every `albumfs` command (`raiseToHard`). A decoder worker lowers it again for what it
+/// their soft limit to the hard one at start, as systemd advises programs that do not
+/// use `select` to do; so does every `albumfs` command (`raiseToHard`). A decoder worker lowers it again for what it
 /// starts (`lowered`): exiftool, through Foundation's `Process`, may close every
 /// descriptor below the limit.
 ///
