@@ -21,32 +21,22 @@ import Synchronization
 /// (`reached`), not once a request. A few descriptors are kept for the files already
 /// open (`roomForAnotherFile`): their closes store what was written, and need some.
 public enum DescriptorLimit {
-    /// The limit this process may hold after `raiseToHard`, and before it.
-    public struct Raised: Sendable {
-        public let before: Int
-        public let now: Int
-    }
-
     /// Below this, the mount says at start that it may not hold many files open at once.
     public static let enough = 4096
 
     /// Raises the soft limit to the hard one (or to the kernel's `nr_open`, when the
     /// hard limit is unlimited).
-    @discardableResult
-    public static func raiseToHard() -> Raised {
+    public static func raiseToHard() {
         _ = probeSource  // opened now, far from any limit
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Raised(before: 0, now: 0) }
-        let before = limit.rlim_cur
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
         var wanted = limit.rlim_max
         if wanted == rlim_t.max { wanted = kernelMaximum() }  // RLIM_INFINITY
-        if wanted > before {
+        if wanted > limit.rlim_cur {
             var raised = rlimit(rlim_cur: wanted, rlim_max: limit.rlim_max)
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit.rlim_cur = wanted }
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised)
         }
-        let now = Int(clamping: limit.rlim_cur)
-        known.store(now, ordering: .relaxed)
-        return Raised(before: Int(clamping: before), now: now)
+        readAgain()
     }
 
     /// Lowers the soft limit to `most` if it is above it (a process that needs few files

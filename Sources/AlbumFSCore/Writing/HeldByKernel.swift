@@ -2,8 +2,8 @@ import AlbumCore
 import Glibc
 
 /// Plain files removed through this mount (`rm`, or another file renamed over them),
-/// kept for a moment for an open that the kernel's path walk began before the removal: it found the inode, and its OPEN reaches the daemon after the row is
-/// gone. On a disk that open gets the removed file. Without this it got `ESTALE`
+/// kept for a moment for an open that the kernel's path walk began before the removal:
+/// it found the inode, and its OPEN reaches the daemon after the row is gone. On a disk that open gets the removed file. Without this it got `ESTALE`
 /// (`FSError.removedBeforeItsOpen`) and the kernel walked the path again, which opens
 /// what the name holds now; but when the name was replaced once more during that walk
 /// (one open in 20,000 of a thread opening a name that another renames files over,
@@ -15,8 +15,8 @@ import Glibc
 /// (the oldest go first: each holds a descriptor). The kernel says when it lets an
 /// inode go (FORGET), but not for a file renamed over, whose inode it may keep cached
 /// without a name until memory is short (measured: until the page cache was dropped),
-/// so a time bound is needed anyway, and it is the only one. What an open through an `O_PATH` descriptor or a server's file handle gets
-/// after that time is `ESTALE`. Not kept: a file that shares a blob (a save's backup),
+/// so a time bound is needed anyway, and it is the only one. What an open through an
+/// `O_PATH` descriptor or a server's file handle gets after that time is `ESTALE`. Not kept: a file that shares a blob (a save's backup),
 /// one with other names, a symbolic link, bytes that cannot be opened, and a file that
 /// lives on (it became a photo); another host's removals are not seen here.
 final class RemovedFilesTheKernelHolds: Sendable {
