@@ -27,6 +27,39 @@ struct SaveTests {
         #expect(try f.assetCount() == 1)
     }
 
+    /// A file whose first bytes are no photo is not hashed as it is written (its close
+    /// keeps it plain on those bytes without reading the rest); photo bytes written over
+    /// them from the start, or after a truncation to nothing, are that photo, under the
+    /// hash `sha256sum` gives its bytes.
+    @Test(arguments: Kind.allCases)
+    func photoBytesWrittenOverTextFromTheStartAreThatPhoto(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let text = [UInt8](repeating: UInt8(ascii: "x"), count: 4096)
+        let a = try f.fs.open("Albums/Trip/A.jpg", O_CREAT | O_WRONLY, mode: 0o644)
+        try f.fs.write(a, text, at: 0)
+        try f.fs.write(a, Fixture.photoA, at: 0)
+        try f.fs.close(a)
+        let b = try f.fs.open("Albums/Trip/B.jpg", O_CREAT | O_WRONLY, mode: 0o644)
+        try f.fs.write(b, text, at: 0)
+        try f.fs.truncate(b, to: 0)
+        try f.fs.write(b, Array(Fixture.photoB[..<65536]), at: 0)
+        try f.fs.write(b, Array(Fixture.photoB[65536...]), at: 65536)
+        try f.fs.close(b)
+        let c = try f.fs.open("Albums/Trip/C.txt", O_CREAT | O_WRONLY, mode: 0o644)
+        try f.fs.write(c, text, at: 0)
+        try f.fs.write(c, text, at: 4096)
+        try f.fs.close(c)
+        #expect(try f.names("All Photos") == ["A.jpg", "B.jpg", "P.jpg"])
+        for (name, sample) in [("A.jpg", "DSCN0012.jpg"), ("B.jpg", "DSCN0021.jpg")] {
+            let sum = try Processes.run("/usr/bin/sha256sum", [Fixture.gps + "/" + sample])
+            #expect(try f.fs.getxattr("Albums/Trip/" + name, "user.albumfs.sha256") == String(sum.stdout.prefix(64)), "\(name)")
+        }
+        #expect(try f.fs.get("Albums/Trip/A.jpg") == Fixture.photoA)
+        #expect(try f.fs.get("Albums/Trip/B.jpg") == Fixture.photoB)
+        #expect(try f.fs.get("Albums/Trip/C.txt") == text + text)
+        #expect(try f.assetCount() == 3)
+    }
+
     @Test(arguments: Kind.allCases)
     func emptyFilesAndJunkArePlainFilesAndNeverAnError(_ kind: Kind) throws {
         let f = try Fixture(kind)

@@ -379,12 +379,16 @@ extension FileSystem {
         let explicitMtimeNs = work.explicitMtimeNs
             ?? (photo.mtimeNanoseconds != first.mtimeNanoseconds ? photo.mtimeNanoseconds : nil)
         guard case .copy(let fd, let path) = work.bytes else { return .keptPlain }
+        switch try firstBytes(of: fd, name: photo.originalName) {
+        case .empty: return .emptied
+        case .noMedia(let why): return .refused("refused the new bytes of \(photo.name): \(why); the photo is unchanged")
+        case .mayBeMedia: break
+        }
         var clock = PhaseClock()
         defer { clock.log("save of \(photo.name)") }
         let hashed = try explained("cannot read the new bytes of \(photo.name)") {
             try HashedFile.hashing(path, descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
         }
-        if hashed.size == 0 { return .emptied }
         clock.mark("hash")
         if hashed.sha256 == photo.sha256 && work.explicitMtimeNs == nil {
             // The same bytes again (cp of the photo over itself): nothing changes, but an
@@ -413,6 +417,20 @@ extension FileSystem {
             afterLanding(landed, folder: folder, entries: [])
             return .committed(asset: id, version: hashed.sha256)
         }
+    }
+
+    enum FirstBytes { case empty, noMedia(String), mayBeMedia }
+
+    /// What the first bytes of a closed file say, before anything reads all of it: bytes
+    /// that cannot be a photo or a video are kept plain (or refused, written into a photo)
+    /// without being hashed. A database or an archive kept in an album is closed after
+    /// every small change, and hashing the whole of it at each close cost 0.7 s for 1 GB
+    /// (docs/namespace.md, "Plain files").
+    private func firstBytes(of fd: FileDescriptor, name: String) throws -> FirstBytes {
+        let header = try explained("cannot read \(name)") { try fd.read(count: Sniffer.headerLength, at: 0) }
+        if header.isEmpty { return .empty }
+        if case .unsupported(let why) = Sniffer.sniff(header, name: name) { return .noMedia(why) }
+        return .mayBeMedia
     }
 
     /// A plain file's bytes at a close: a photo when they are one under a visible name in
@@ -458,6 +476,14 @@ extension FileSystem {
             return .keptPlain
         }
         guard case .own(let fd) = work.bytes else { return .keptPlain }
+        switch try firstBytes(of: fd, name: file.name) {
+        case .mayBeMedia: break
+        case let verdict:
+            try explained("cannot sync \(file.name)") { try fd.sync() }
+            if case .noMedia(let why) = verdict { logKeptPlain(file, why) }
+            try finishIfUnfinished(writer)
+            return .keptPlain
+        }
         let hashed = try explained("cannot read \(file.name)") {
             try HashedFile.hashing(.plainFile(id), descriptor: fd, knownHash: { size in work.stream?.finish(size: size) })
         }
@@ -466,7 +492,7 @@ extension FileSystem {
             let metadata: MediaMetadata
             switch kind {
             case .notMedia(let why):
-                if hashed.size > 0 { logKeptPlain(file, why) }
+                logKeptPlain(file, why)
                 try finishIfUnfinished(writer)
                 return .keptPlain
             case .media(let m):

@@ -356,7 +356,7 @@ extension FileSystem {
                 writer.failed(error)
                 throw FSError.wrapping(error, "cannot write inode \(writer.ino)")
             }
-            let stream = writer.wrote(n, at: offset, to: fd)
+            let stream = writer.wrote(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, to: fd)
             bytesChanged(through: file.ino, writer, node: file.node)
             wroteSuperseded(writer)
             return (n, stream)
