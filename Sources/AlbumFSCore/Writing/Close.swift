@@ -379,10 +379,8 @@ extension FileSystem {
         let explicitMtimeNs = work.explicitMtimeNs
             ?? (photo.mtimeNanoseconds != first.mtimeNanoseconds ? photo.mtimeNanoseconds : nil)
         guard case .copy(let fd, let path) = work.bytes else { return .keptPlain }
-        switch try firstBytes(of: fd, name: photo.originalName) {
-        case .empty: return .emptied
-        case .noMedia(let why): return .refused("refused the new bytes of \(photo.name): \(why); the photo is unchanged")
-        case .mayBeMedia: break
+        if let no = try cannotBeMedia(fd, name: photo.originalName) {
+            return no.empty ? .emptied : .refused("refused the new bytes of \(photo.name): \(no.why); the photo is unchanged")
         }
         var clock = PhaseClock()
         defer { clock.log("save of \(photo.name)") }
@@ -417,20 +415,6 @@ extension FileSystem {
             afterLanding(landed, folder: folder, entries: [])
             return .committed(asset: id, version: hashed.sha256)
         }
-    }
-
-    enum FirstBytes { case empty, noMedia(String), mayBeMedia }
-
-    /// What the first bytes of a closed file say, before anything reads all of it: bytes
-    /// that cannot be a photo or a video are kept plain (or refused, written into a photo)
-    /// without being hashed. A database or an archive kept in an album is closed after
-    /// every small change, and hashing the whole of it at each close cost 0.7 s for 1 GB
-    /// (docs/namespace.md, "Plain files").
-    private func firstBytes(of fd: FileDescriptor, name: String) throws -> FirstBytes {
-        let header = try explained("cannot read \(name)") { try fd.read(count: Sniffer.headerLength, at: 0) }
-        if header.isEmpty { return .empty }
-        if case .unsupported(let why) = Sniffer.sniff(header, name: name) { return .noMedia(why) }
-        return .mayBeMedia
     }
 
     /// A plain file's bytes at a close: a photo when they are one under a visible name in
@@ -476,11 +460,9 @@ extension FileSystem {
             return .keptPlain
         }
         guard case .own(let fd) = work.bytes else { return .keptPlain }
-        switch try firstBytes(of: fd, name: file.name) {
-        case .mayBeMedia: break
-        case let verdict:
+        if let no = try cannotBeMedia(fd, name: file.name) {
             try explained("cannot sync \(file.name)") { try fd.sync() }
-            if case .noMedia(let why) = verdict { logKeptPlain(file, why) }
+            if !no.empty { logKeptPlain(file, no.why) }
             try finishIfUnfinished(writer)
             return .keptPlain
         }

@@ -154,16 +154,18 @@ extension FileSystem {
         // The bytes as they are now; a writer still open keeps writing a version later
         // (its `io` is held: `afterCloses`).
         let writer = writers.get(UInt64(file.id))
+        func keptPlain(_ why: String, empty: Bool) throws {
+            if let over { throw FSError(EINVAL, "refused to put \(file.name) over \(over.name): \(why); both are unchanged") }
+            try plainMove()
+            if !empty, let moved = try library.read({ try $0.plainFile(id: file.id) }) { logKeptPlain(moved, why) }
+        }
         do {
             let bytes = try openBytes(of: file)
+            if let no = try cannotBeMedia(bytes, name: newName) { return try keptPlain(no.why, empty: no.empty) }
             let hashed = try explained("cannot read \(file.name)") { try HashedFile.hashing(file.bytes, descriptor: bytes) }
             let metadata: MediaMetadata
             switch try library.classify(hashed, name: newName, reader: decoder) {
-            case .notMedia(let why):
-                if let over { throw FSError(EINVAL, "refused to put \(file.name) over \(over.name): \(why); both are unchanged") }
-                try plainMove()
-                if hashed.size > 0, let moved = try library.read({ try $0.plainFile(id: file.id) }) { logKeptPlain(moved, why) }
-                return
+            case .notMedia(let why): return try keptPlain(why, empty: hashed.size == 0)
             case .media(let m):
                 metadata = m
             }
