@@ -73,9 +73,10 @@ extension FileSystem {
     /// or nil when they may begin a photo or a video, which are then hashed and read by
     /// the decoder. A database or an archive kept in an album is closed after every small
     /// change, and hashing all of it at each close cost 0.7 s for 1 GB (docs/namespace.md,
-    /// "Plain files").
-    func cannotBeMedia(_ fd: FileDescriptor, name: String) throws -> (why: String, empty: Bool)? {
-        let header = try explained("cannot read \(name)") { try fd.read(count: Sniffer.headerLength, at: 0) }
+    /// "Plain files"). `name`: the one the sniffer is told (a camera RAW is told from a
+    /// TIFF by it); `file`: the file's, for an error.
+    func cannotBeMedia(_ fd: FileDescriptor, name: String, file: String) throws -> (why: String, empty: Bool)? {
+        let header = try explained("cannot read \(file)") { try fd.read(count: Sniffer.headerLength, at: 0) }
         guard case .unsupported(let why) = Sniffer.sniff(header, name: name) else { return nil }
         return (why, header.isEmpty)
     }

@@ -379,7 +379,7 @@ extension FileSystem {
         let explicitMtimeNs = work.explicitMtimeNs
             ?? (photo.mtimeNanoseconds != first.mtimeNanoseconds ? photo.mtimeNanoseconds : nil)
         guard case .copy(let fd, let path) = work.bytes else { return .keptPlain }
-        if let no = try cannotBeMedia(fd, name: photo.originalName) {
+        if let no = try cannotBeMedia(fd, name: photo.originalName, file: photo.name) {
             return no.empty ? .emptied : .refused("refused the new bytes of \(photo.name): \(no.why); the photo is unchanged")
         }
         var clock = PhaseClock()
@@ -460,7 +460,7 @@ extension FileSystem {
             return .keptPlain
         }
         guard case .own(let fd) = work.bytes else { return .keptPlain }
-        if let no = try cannotBeMedia(fd, name: file.name) {
+        if let no = try cannotBeMedia(fd, name: file.name, file: file.name) {
             try explained("cannot sync \(file.name)") { try fd.sync() }
             if !no.empty { logKeptPlain(file, no.why) }
             try finishIfUnfinished(writer)

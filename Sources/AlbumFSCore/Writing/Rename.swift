@@ -161,7 +161,7 @@ extension FileSystem {
         }
         do {
             let bytes = try openBytes(of: file)
-            if let no = try cannotBeMedia(bytes, name: newName) { return try keptPlain(no.why, empty: no.empty) }
+            if let no = try cannotBeMedia(bytes, name: newName, file: file.name) { return try keptPlain(no.why, empty: no.empty) }
             let hashed = try explained("cannot read \(file.name)") { try HashedFile.hashing(file.bytes, descriptor: bytes) }
             let metadata: MediaMetadata
             switch try library.classify(hashed, name: newName, reader: decoder) {

@@ -163,9 +163,10 @@ final class Writer: @unchecked Sendable {
     /// which it may do after the write is answered and outside `io`.
     ///
     /// A file whose first bytes cannot begin a photo or a video is not hashed: its close
-    /// keeps it plain on those same bytes (`Close.firstBytes`), and they can change only
-    /// by a write out of order, which ends the stream anyway (a truncation to nothing
-    /// starts a new one). Hashing an archive copied into an album cost 0.55 s a GB.
+    /// keeps it plain on those same bytes (`cannotBeMedia`, Arrival.swift), and they can
+    /// change only by a write out of order, which ends the stream anyway (a truncation to
+    /// nothing starts a new one). Hashing an archive copied into an album cost 0.55 s a
+    /// GB.
     func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64, to fd: FileDescriptor) -> StreamingHash? {
         let count = bytes.count
         let noMedia: Bool
