@@ -44,6 +44,8 @@ public final class FileSystem: Sendable {
     let removedThumbnails = RemovedThumbnails()
     /// Thumbnails found made, by their inode (`mayWaitForThumbnail`).
     let thumbnailsFound = ThumbnailsFound()
+    /// What each kernel inode of a plain file was last opened on (`PlainPages`).
+    let plainPages: PlainPages
     /// Plain files removed while open (`UnlinkedOpen`).
     let unlinkedOpen = UnlinkedOpenFiles()
     /// Plain files removed while the kernel still holds their inode (`HeldByKernel`).
@@ -87,6 +89,8 @@ public final class FileSystem: Sendable {
         self.decoder = decoder
         self.thumbnails = ThumbnailCache(library: library, decoder: decoder)
         self.backgroundThumbnails = ThumbnailCache(library: library, decoder: backgroundDecoder ?? decoder)
+        // One host, or several (PostgreSQL), whose writes this one does not see.
+        plainPages = PlainPages(enabled: library.backend == .sqlite)
         let start = (try? library.files.status(.database))?.modificationNanoseconds ?? nowNanoseconds()
         changedNs = Locked(start)
         let total = (try? SystemCalls.fileSystemStatus(library.root)).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0

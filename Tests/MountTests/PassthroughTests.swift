@@ -101,6 +101,46 @@ final class PassthroughTests: XCTestCase {
         XCTAssertEqual(after[3] - before[3], 0)
     }
 
+    /// A plain file (not a photo: read through the daemon, not in passthrough) read again
+    /// is read from the kernel's page cache: its open is asked of the daemon, its reads
+    /// are not. Once its bytes change, written through the mount or behind the kernel's
+    /// back (in the library's `plain/`, as another host writes them), the next open reads
+    /// the new ones (docs/namespace.md, "Caching"). Before, every open dropped its pages.
+    func testAPlainFileReadAgainComesFromThePageCacheUntilItsBytesChange() throws {
+        mount = try MountedLibrary(library: lib, temp: temp, requests: true)
+        let source = temp.sub("notes.bin").shellQuoted
+        try sh("head -c 4000000 /dev/urandom > \(source) && cp \(source) Albums/A/notes.bin")
+        // Bytes changed in the last two seconds are read again at each open (a write may
+        // be under way); the first open after drops the pages, and its reads witness them.
+        // Returns the daemon's count of READs from there.
+        func settleAndReadTwice() throws -> Int {
+            Thread.sleep(forTimeInterval: 2.1)
+            try sh("cat Albums/A/notes.bin > /dev/null && cat Albums/A/notes.bin > /dev/null")
+            return mount.requestCount("READ")
+        }
+        let before = try settleAndReadTwice()
+        try sh("cmp \(source) Albums/A/notes.bin && cat Albums/A/notes.bin > /dev/null")
+        XCTAssertEqual(mount.requestCount("READ") - before, 0, "a plain file read before was read through the daemon again")
+        // Same size, other bytes in the middle: behind the kernel's back (read after they
+        // settled: only the bytes file's times tell), then through the mount.
+        let backing = try XCTUnwrap(FileManager.default.contentsOfDirectory(atPath: lib + "/plain").first {
+            (try? FileManager.default.attributesOfItem(atPath: lib + "/plain/" + $0)[.size] as? Int) == 4_000_000
+        })
+        let poke = { (bytes: String, offset: Int, file: String) in
+            "printf \(bytes) | dd of=\(file) bs=1 seek=\(offset) conv=notrunc status=none"
+        }
+        try sh(poke("CHANGED", 2_000_000, (lib + "/plain/" + backing).shellQuoted) + " && " + poke("CHANGED", 2_000_000, source))
+        Thread.sleep(forTimeInterval: 2.1)
+        try sh("cmp \(source) Albums/A/notes.bin")
+        try sh(poke("AGAIN", 3_000_000, "Albums/A/notes.bin") + " && " + poke("AGAIN", 3_000_000, source))
+        try sh("cmp \(source) Albums/A/notes.bin && cmp \(source) Albums/A/notes.bin")
+        // Settled again, the pages are kept again.
+        let settled = try settleAndReadTwice()
+        try sh("cmp \(source) Albums/A/notes.bin")
+        XCTAssertEqual(mount.requestCount("READ") - settled, 0, "a plain file read since its change was read through the daemon again")
+        XCTAssertEqual(try Processes.shell("cmp \(source) \((lib + "/plain/" + backing).shellQuoted)").status, 0)
+    }
+
     /// An open that comes between a save's commit and the kernel dropping the photo's
     /// attributes reads the new version, and `fstat` on it must say that version's size:
     /// `mmap` of the whole file maps that size. The save is held there by the daemon's

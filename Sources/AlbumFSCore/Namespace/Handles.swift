@@ -600,6 +600,7 @@ extension FileSystem {
         guard let file = handles.get(handle) else { throw FSError(EBADF, "read of an unknown handle \(handle)") }
         switch file.state {
         case .readOnly(let fd):
+            plainPages.read(node: file.node, handle: handle)
             return ReadSource(file: fd, offset: offset, size: size)
         case .writer(let writer):
             let (fd, clone) = writer.readable()

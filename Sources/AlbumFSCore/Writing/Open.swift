@@ -157,7 +157,10 @@ extension FileSystem {
         let bytes = try explained("plain file \(file.name) cannot be opened") {
             try library.files.open(file.bytes, flags: O_RDONLY)
         }
-        return try opened(ino: ino, node: node, .readOnly(bytes), keepCache: false, readOnly: true, name: file.name)
+        let keep = plainPages.mayKeep(node: node, bytes)
+        let result = try opened(ino: ino, node: node, .readOnly(bytes), keepCache: keep, readOnly: true, name: file.name)
+        if !keep { plainPages.opened(node: node, handle: result.handle) }
+        return result
     }
 
     /// An open of inode `ino` whose row is gone: `/proc/PID/fd/N` of a plain file removed
