@@ -114,7 +114,7 @@ final class PassthroughTests: XCTestCase {
         // be under way); the first open after drops the pages, and its reads witness them.
         // Returns the daemon's count of READs from there.
         func settleAndReadTwice() throws -> Int {
-            Thread.sleep(forTimeInterval: 2.1)
+            Thread.sleep(forTimeInterval: 2.5)
             try sh("cat Albums/A/notes.bin > /dev/null && cat Albums/A/notes.bin > /dev/null")
             return mount.requestCount("READ")
         }
@@ -130,7 +130,7 @@ final class PassthroughTests: XCTestCase {
             "printf \(bytes) | dd of=\(file) bs=1 seek=\(offset) conv=notrunc status=none"
         }
         try sh(poke("CHANGED", 2_000_000, (lib + "/plain/" + backing).shellQuoted) + " && " + poke("CHANGED", 2_000_000, source))
-        Thread.sleep(forTimeInterval: 2.1)
+        Thread.sleep(forTimeInterval: 2.5)
         try sh("cmp \(source) Albums/A/notes.bin")
         try sh(poke("AGAIN", 3_000_000, "Albums/A/notes.bin") + " && " + poke("AGAIN", 3_000_000, source))
         try sh("cmp \(source) Albums/A/notes.bin && cmp \(source) Albums/A/notes.bin")

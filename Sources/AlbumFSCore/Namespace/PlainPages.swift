@@ -11,12 +11,16 @@ import Glibc
 /// call after the daemon's answer, so an open is taken as the witness of its bytes at
 /// its first READ: until then, a second open of the same bytes drops the pages again
 /// (else it could read pages older than the first open's while the first one's drop was
-/// still on its way, or never came: an open that failed after the answer). Bytes changed
-/// in the last two seconds are never kept: a file system sets the ctime of a write before
-/// it copies the bytes, so a file looked at during a write has its new ctime and some of
-/// its old bytes. Each kernel inode has pages of its own (`KernelNodes`), so each has its
-/// own record. Libraries shared by several hosts drop the pages at every open, as before:
-/// another host's clock and file system decide the times there.
+/// still on its way, or never came: an open that failed after the answer). Bytes that
+/// had changed less than two seconds before that open looked at them are never kept: a
+/// file system sets the ctime of a write before it copies the bytes, so a file looked
+/// at during a write has its new ctime and some of its old bytes (and a clock's tick may
+/// hold two writes). A READ through an older handle of the kernel inode (one opened
+/// before the record, perhaps on other bytes: a backup's blob before a writer gave it
+/// bytes of its own) may bring its bytes into the pages: it ends the record. Each kernel
+/// inode has pages of its own (`KernelNodes`), so each has its own record. Libraries
+/// shared by several hosts drop the pages at every open, as before: another host's
+/// clock and file system decide the times there.
 ///
 /// Before, every open of a plain file dropped its pages: a warm `cat` of a 1 GB plain
 /// file took 0.51–0.56 s, against 0.09–0.11 s in a plain directory (docs/namespace.md,
@@ -32,10 +36,13 @@ final class PlainPages: Sendable {
 
     private struct Record {
         let stamp: Stamp
-        /// The open whose first READ will witness the stamp (nil: witnessed).
-        var witness: UInt64?
-        /// An open took the record, and its handle is not known yet.
-        var opening: Bool
+        /// Whether the bytes had settled when the stamp was taken (see above).
+        let settled: Bool
+        /// The handle of the open that took the stamp (nil: not known yet, the open is
+        /// under way).
+        var since: UInt64?
+        /// Whether an open's READ witnessed the stamp.
+        var witnessed: Bool
     }
 
     /// Nothing is kept where several hosts share the library.
@@ -64,11 +71,9 @@ final class PlainPages: Sendable {
         clock_gettime(CLOCK_REALTIME, &now)
         let settled = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - stamp.ctimeNs >= Self.settleNs
         return records.withLock { records in
-            if let record = records[node], record.stamp == stamp, record.witness == nil, !record.opening, settled {
-                return true
-            }
+            if let record = records[node], record.stamp == stamp, record.settled, record.witnessed { return true }
             if records.count >= Self.limit { records.removeAll() }
-            records[node] = Record(stamp: stamp, witness: nil, opening: true)
+            records[node] = Record(stamp: stamp, settled: settled, since: nil, witnessed: false)
             return false
         }
     }
@@ -76,21 +81,27 @@ final class PlainPages: Sendable {
     /// The open that `mayKeep` told no got `handle`.
     func opened(node: UInt64, handle: UInt64) {
         records.withLock { records in
-            guard var record = records[node], record.opening else { return }
-            record.opening = false
-            record.witness = handle
+            guard var record = records[node], record.since == nil else { return }
+            record.since = handle
             records[node] = record
         }
     }
 
-    /// A READ of `handle` through kernel inode `node`: its open's drop of the pages is
-    /// done, so its record is witnessed.
+    /// A READ of `handle` through kernel inode `node`. The first of the open that took
+    /// the record witnesses it (that open's drop of the pages is done); one of an older
+    /// handle ends it (handle numbers only grow).
     func read(node: UInt64, handle: UInt64) {
         guard enabled else { return }
         records.withLock { records in
-            guard var record = records[node], record.witness == handle else { return }
-            record.witness = nil
-            records[node] = record
+            guard var record = records[node], !record.witnessed || handle < record.since ?? .max else { return }
+            guard let since = record.since, handle >= since else {
+                records[node] = nil
+                return
+            }
+            if handle == since {
+                record.witnessed = true
+                records[node] = record
+            }
         }
     }
 }
