@@ -32,7 +32,7 @@ public final class FileSystem: Sendable {
     let objectKinds = Locked(ObjectKinds())
     /// Hashes whose bytes a close is placing now (`BlobsInFlight`): the library's.
     var blobsInFlight: BlobsInFlight { library.blobsInFlight }
-    let writers = WriterTable()
+    let writers: WriterTable
     /// Listing pages read ahead of their requests (`ListingAhead`).
     let listingAhead = ListingAhead()
     /// What was said once a mount (`sayOnce`).
@@ -91,6 +91,7 @@ public final class FileSystem: Sendable {
         self.backgroundThumbnails = ThumbnailCache(library: library, decoder: backgroundDecoder ?? decoder)
         // One host, or several (PostgreSQL), whose writes this one does not see.
         plainPages = PlainPages(enabled: library.backend == .sqlite)
+        writers = WriterTable(keepsDigests: library.backend == .sqlite)
         let start = (try? library.files.status(.database))?.modificationNanoseconds ?? nowNanoseconds()
         changedNs = Locked(start)
         let total = (try? SystemCalls.fileSystemStatus(library.root)).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0

@@ -46,6 +46,31 @@ final class GroupCommitTests: NewLibraryTestCase {
         XCTAssertEqual(try albumNames(), ["Lazy", "Durable"])
     }
 
+    /// A write to be on disk soon (a plain file's mode and times) waits for no sync; an
+    /// fsync of its file (`makeCommittedDurable`) syncs the log once, and again only
+    /// after another write; left alone, it is synced within seconds, as a file system's
+    /// journal commits a chmod. A library closed before that sync runs is left alone by
+    /// it (SQLite synced all of it at the close).
+    func testASoonWriteIsOnDiskAtTheNextFsyncOrWithinSeconds() throws {
+        let before = try counts()
+        try library.write(.soon) { tx in _ = try tx.createAlbum(named: "Chmod", in: Album.rootParent) }
+        XCTAssertEqual(try counts().syncs, before.syncs, "a soon write does not wait for the disk")
+        library.makeCommittedDurable()
+        XCTAssertEqual(try counts().syncs, before.syncs + 1, "an fsync makes it durable")
+        library.makeCommittedDurable()
+        XCTAssertEqual(try counts().syncs, before.syncs + 1, "nothing left to sync")
+
+        try library.write(.soon) { tx in _ = try tx.createAlbum(named: "Utimensat", in: Album.rootParent) }
+        let deadline = Date().addingTimeInterval(15)
+        while try counts().syncs == before.syncs + 1, Date() < deadline { usleep(100_000) }
+        XCTAssertEqual(try counts().syncs, before.syncs + 2, "synced by itself within seconds")
+
+        try library.write(.soon) { tx in _ = try tx.createAlbum(named: "Closed", in: Album.rootParent) }
+        try reopen()
+        sleep(6)  // past the sync the closed library's write had scheduled
+        XCTAssertEqual(try albumNames(), ["Chmod", "Utimensat", "Closed"])
+    }
+
     /// Writers that commit while the log is being synced share the next sync: the first
     /// writer's sync is held until the 7 others have committed and wait, so that the 8
     /// durable writes take exactly 2 syncs (a sync left to the scheduler may not overlap

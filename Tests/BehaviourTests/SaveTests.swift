@@ -76,6 +76,59 @@ struct SaveTests {
         #expect(try f.assetCount() == 4)
     }
 
+    /// rsync's temporary file renamed into place is imported with the digest its writes
+    /// streamed, when nothing changed its bytes since its close (`ClosedDigests`): its
+    /// times and mode set, as rsync does. Changed in any way after the close (written
+    /// again in place, cut by a truncate, changed in the library's `plain/` behind the
+    /// daemon's back), it is the bytes it holds at its rename, under the hash
+    /// `sha256sum` gives them.
+    @Test(arguments: Kind.allCases)
+    func aFileRenamedIntoPlaceIsTheBytesItHoldsAtItsRename(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let a = Fixture.photoA
+        var altered = a
+        altered[a.count / 2] ^= 0xFF  // in the middle of the image data: still a photo
+        let junk = [UInt8](repeating: 7, count: 100)
+        func written(_ name: String, _ bytes: [UInt8]) throws {
+            let h = try f.fs.open("Albums/Trip/" + name, O_CREAT | O_WRONLY | O_EXCL, mode: 0o600)
+            try f.fs.write(h, Array(bytes[..<65536]), at: 0)
+            try f.fs.write(h, Array(bytes[65536...]), at: 65536)
+            try f.fs.close(h)
+        }
+        // Kept: its times and mode set after its close, as rsync sets them.
+        try written(".K.jpg.a1b2c3", a)
+        let reader = try f.fs.open("Albums/Trip/.K.jpg.a1b2c3", O_RDONLY, mode: 0)
+        try f.fs.setMtime(reader, nanoseconds: 1_500_000_000_000_000_000)
+        try f.fs.close(reader)
+        try f.fs.chmod("Albums/Trip/.K.jpg.a1b2c3", 0o644)
+        // Written again in place through a new open, one byte in the middle.
+        try written(".W.jpg.a1b2c3", a)
+        let again = try f.fs.open("Albums/Trip/.W.jpg.a1b2c3", O_WRONLY, mode: 0)
+        try f.fs.write(again, [altered[a.count / 2]], at: Int64(a.count / 2))
+        try f.fs.close(again)
+        // Cut by a truncate by path.
+        try written(".T.jpg.a1b2c3", a + junk)
+        try f.fs.truncate("Albums/Trip/.T.jpg.a1b2c3", to: Int64(a.count))
+        // Changed behind the daemon's back, in the library's own copy of its bytes.
+        try written(".B.jpg.a1b2c3", a)
+        let id = try f.fs.stat("Albums/Trip/.B.jpg.a1b2c3").ino
+        let behind = Glibc.open(f.lib + "/plain/\(id)", O_WRONLY)
+        #expect(behind >= 0, "the library keeps a plain file's bytes in plain/<inode number>")
+        #expect(pwrite(behind, [altered[a.count / 2]], 1, off_t(a.count / 2)) == 1)
+        Glibc.close(behind)
+
+        for name in ["K", "W", "T", "B"] { try f.fs.rename("Albums/Trip/.\(name).jpg.a1b2c3", "Albums/Trip/\(name).jpg") }
+        let expected = ["K": a, "W": altered, "T": a, "B": altered]
+        for (name, bytes) in expected {
+            let path = "Albums/Trip/\(name).jpg"
+            #expect(try f.fs.get(path) == bytes, "\(name)")
+            let sum = SHA256Digest.hex(of: Data(bytes))
+            #expect(try f.fs.getxattr(path, "user.albumfs.sha256") == sum, "\(name)")
+        }
+        #expect(try f.fs.stat("Albums/Trip/K.jpg").mtimeNs == 1_500_000_000_000_000_000)
+        #expect(try f.names("All Photos") == ["B.jpg", "K.jpg", "P.jpg", "T.jpg", "W.jpg"])
+    }
+
     @Test(arguments: Kind.allCases)
     func emptyFilesAndJunkArePlainFilesAndNeverAnError(_ kind: Kind) throws {
         let f = try Fixture(kind)

@@ -720,12 +720,6 @@ final class WriteTests: MountTestCase {
         let make = "create table t(x blob); with recursive n(i) as (select 1 union all select i + 1 from n where i < 512) insert into t select zeroblob(65536) from n;"
         let folders = [plain, m + "/Albums/D"]
         for folder in folders { try sh("sqlite3 \(q(folder))/photos.db \(q(make))") }
-        let pid = try XCTUnwrap(mount.pid)
-        func daemonRead() throws -> Int {
-            let io = try String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)
-            let line = try XCTUnwrap(io.split(separator: "\n").first { $0.hasPrefix("rchar:") })
-            return try XCTUnwrap(Int(line.dropFirst("rchar:".count).trimmingCharacters(in: .whitespaces)))
-        }
         let before = try daemonRead()
         try sh("sqlite3 Albums/D/photos.db \(q("insert into t values (zeroblob(10)); update t set x = zeroblob(100) where rowid = 300;"))")
         let read = try daemonRead() - before
@@ -742,6 +736,49 @@ final class WriteTests: MountTestCase {
         XCTAssertEqual(results[1], results[0])
         XCTAssertEqual(try sh("ls -A Albums/D").stdout, "photos.db\n")
         XCTAssertEqual(try library().stats().assets, 0)
+    }
+
+    /// Bytes the daemon has read so far (`rchar` of /proc/PID/io): what it read of files,
+    /// and the requests it read from /dev/fuse.
+    private func daemonRead() throws -> Int {
+        let pid = try XCTUnwrap(mount.pid)
+        let io = try String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)
+        let line = try XCTUnwrap(io.split(separator: "\n").first { $0.hasPrefix("rchar:") })
+        return try XCTUnwrap(Int(line.dropFirst("rchar:".count).trimmingCharacters(in: .whitespaces)))
+    }
+
+    /// rsync writes each file under a hidden temporary name, closes it, sets its times
+    /// and mode, and renames it into place: the rename imports it with the digest its
+    /// writes streamed (`ClosedDigests`) instead of reading it all again. The daemon reads
+    /// each photo's bytes once (from /dev/fuse, as they are written); before, twice.
+    func testRsyncIntoAnAlbumReadsEachPhotoOnce() throws {
+        let card = temp.sub("card-large")
+        try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
+        let photo = try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg"))
+        var total = 0
+        for i in 1...4 {
+            // A camera's JPEG with 8 MB of other bytes after its end: a photo of a 24 MP
+            // camera's size, each with bytes of its own.
+            var bytes = photo
+            bytes.append(Data((0..<8_000_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 &+ i &* 97) }))
+            try bytes.write(to: URL(fileURLWithPath: card + "/IMG_\(i).jpg"))
+            total += bytes.count
+        }
+        try sh("mkdir Albums/R")
+        let before = try daemonRead()
+        try sh("rsync -a \(q(card))/ Albums/R/")
+        let read = try daemonRead() - before
+        // One photo's rename may come before its writer's release and read it again.
+        XCTAssertLessThan(read, total * 3 / 2, "the daemon read \(read) bytes for rsync of \(total) bytes")
+        XCTAssertEqual(try sh("ls -A Albums/R").stdout, "IMG_1.jpg\nIMG_2.jpg\nIMG_3.jpg\nIMG_4.jpg\n")
+        for i in 1...4 {
+            let source = card + "/IMG_\(i).jpg"
+            try sh("cmp \(q(source)) Albums/R/IMG_\(i).jpg")
+            let sum = String(try sh("sha256sum \(q(source))").stdout.prefix(64))
+            XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.sha256 Albums/R/IMG_\(i).jpg").stdout, sum)
+        }
+        XCTAssertEqual(try library().stats().assets, 4)
+        try check()
     }
 
     func testMknodMakesARegularFileThatIsImportedAtClose() throws {

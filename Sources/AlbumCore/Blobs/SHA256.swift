@@ -17,6 +17,18 @@ public struct SHA256Hasher: ~Copyable {
         EVP_DigestUpdate(context, base, bytes.count)
     }
 
+    /// The digest of the bytes so far, as 64 lowercase hex digits; the hasher goes on
+    /// (a copy of its state is finished).
+    public func digestSoFarHex() -> String? {
+        guard let copy = EVP_MD_CTX_new() else { return nil }
+        defer { EVP_MD_CTX_free(copy) }
+        guard EVP_MD_CTX_copy_ex(copy, context) == 1 else { return nil }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(copy, &digest, &length) == 1 else { return nil }
+        return hexString(digest.prefix(Int(length)))
+    }
+
     /// The digest as 64 lowercase hex digits.
     public consuming func finalizeHex() -> String {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))

@@ -59,6 +59,17 @@ public final class StreamingHash: @unchecked Sendable {
         return hasher.finalizeHex()
     }
 
+    /// The digest of the file as it is now, if its `size` bytes are exactly what went
+    /// through the stream; the stream goes on (a write at the end extends it). Waits for
+    /// the chunks promised and not yet hashed.
+    public func digestSoFar(size: Int64) -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        while hasher != nil && hashed != promised { lock.wait() }
+        guard size == hashed, hasher != nil else { return nil }
+        return hasher?.digestSoFarHex()
+    }
+
     /// Under `lock`: no digest; a chunk waiting for its turn stops waiting.
     private func giveUp() {
         _ = hasher.take()

@@ -250,6 +250,11 @@ public final class Library: Sendable {
         /// commit or checkpoint: the row of a file just created, which a crash may lose
         /// along with the bytes that were still being written to it.
         case lazy
+        /// As `lazy`, and on disk within seconds even when no durable commit follows
+        /// (`GroupCommit.syncSoon`), or at once with `makeCommittedDurable` (an fsync):
+        /// a plain file's mode and times, as durable as a file system makes a chmod or
+        /// a utimensat.
+        case soon
     }
 
     /// Runs `body` in a write transaction: every change it makes is committed together,
@@ -262,12 +267,25 @@ public final class Library: Sendable {
         writes.withLock { $0.started &+= 1 }
         defer { writes.withLock { $0.ended &+= 1 } }
         let (result, commit) = try writer.withLock { db in
-            let syncedByServer = durability == .durable && groupCommit == nil
+            let syncedByServer = durability != .lazy && groupCommit == nil
             let result = try db.transaction(.write(durable: syncedByServer)) { try body(Transaction(db: db, library: self)) }
             return (result, groupCommit?.noteCommit())
         }
-        if durability == .durable, let commit { groupCommit?.waitUntilDurable(commit) }
+        if let commit, let groupCommit {
+            switch durability {
+            case .durable: groupCommit.waitUntilDurable(commit)
+            case .soon: groupCommit.syncSoon()
+            case .lazy: break
+            }
+        }
         return result
+    }
+
+    /// Returns once every commit made so far is on disk: an fsync of a file whose row
+    /// changed by a `lazy` or `soon` commit. (PostgreSQL's commits are on disk when they
+    /// return, but for `lazy` ones, whose rows a crash may lose with their file.)
+    public func makeCommittedDurable() {
+        groupCommit?.makeCommittedDurable()
     }
 
     /// Durable commits of this process so far, and the syncs of SQLite's log that made

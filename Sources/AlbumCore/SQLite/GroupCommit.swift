@@ -30,6 +30,8 @@ final class GroupCommit: @unchecked Sendable {
     private var syncing = false
     private var rounds: UInt64 = 0
     private var durableWrites: UInt64 = 0
+    /// A sync is scheduled for commits that are to be on disk soon (`syncSoon`).
+    private var soonScheduled = false
     /// Touched only by the writer that syncs (one at a time, see `syncing`), and by init.
     private var log: FileDescriptor?
     /// Runs before each sync (tests hold a sync with it: `Library.setBeforeLogSync`).
@@ -75,6 +77,41 @@ final class GroupCommit: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         durableWrites += 1
+        syncLocked(upTo: number)
+    }
+
+    /// Returns once every commit made so far is on disk (an fsync of a file whose mode or
+    /// times were committed to be on disk soon).
+    func makeCommittedDurable() {
+        condition.lock()
+        defer { condition.unlock() }
+        syncLocked(upTo: committed)
+    }
+
+    /// Commits made so far are on disk within `delay` seconds, as a file system's journal
+    /// commits a chmod or a utimensat (ext4 within 5 s), or sooner with the next durable
+    /// commit, or `makeCommittedDurable`. One sync is scheduled at a time; it covers every
+    /// commit before it runs.
+    func syncSoon(within delay: Double = 5) {
+        condition.lock()
+        let schedule = !soonScheduled
+        soonScheduled = true
+        condition.unlock()
+        guard schedule else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self else { return }
+            condition.lock()
+            defer { condition.unlock() }
+            soonScheduled = false
+            // A library whose last connection closed meanwhile has no log left: SQLite
+            // checkpointed all of it into the database and synced that before it removed it.
+            if synced < committed, let log, (try? log.status().st_nlink) == 0 { return }
+            syncLocked(upTo: committed)
+        }
+    }
+
+    /// Syncs the log until commit `number` is on disk; called with `condition` held.
+    private func syncLocked(upTo number: UInt64) {
         while synced < number {
             if syncing {
                 condition.wait()

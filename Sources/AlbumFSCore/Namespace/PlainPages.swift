@@ -26,16 +26,8 @@ import Glibc
 /// file took 0.51–0.56 s, against 0.09–0.11 s in a plain directory (docs/namespace.md,
 /// "Caching").
 final class PlainPages: Sendable {
-    private struct Stamp: Equatable {
-        let device: UInt64
-        let inode: UInt64
-        let size: Int64
-        let mtimeNs: Int64
-        let ctimeNs: Int64
-    }
-
     private struct Record {
-        let stamp: Stamp
+        let stamp: FileStamp
         /// Whether the bytes had settled when the stamp was taken (see above).
         let settled: Bool
         /// The handle of the open that took the stamp (nil: not known yet, the open is
@@ -65,8 +57,7 @@ final class PlainPages: Sendable {
             _ = records.withLock { $0.removeValue(forKey: node) }
             return false
         }
-        let stamp = Stamp(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
-                          mtimeNs: st.modificationNanoseconds, ctimeNs: st.changeNanoseconds)
+        let stamp = FileStamp(st)
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let settled = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - stamp.ctimeNs >= Self.settleNs

@@ -165,6 +165,9 @@ extension FileSystem {
 
     public func fsync(handle: UInt64) throws {
         guard let file = handles.get(handle) else { return }
+        // A mode or times set moments ago (committed to be on disk soon, `setattr`) are
+        // on disk when fsync returns, as a file system's inode is.
+        defer { library.makeCommittedDurable() }
         switch file.state {
         case .readOnly:
             return
@@ -328,14 +331,14 @@ extension FileSystem {
         }
     }
 
-    /// What every close that may import does between hashing the bytes and landing them:
+    /// What every close (and rename of a plain file) that may import does between hashing the bytes and landing them:
     /// they are marked as being placed (`BlobsInFlight`: no other close places the same
     /// bytes meanwhile), named by their hash at once unless the library has them
     /// (`BlobStore.placeEarly`), and synced with that name's folder on another thread
     /// while the decoder reads what they are (`SyncAhead`). `then` gets the verdict, and
     /// `takePlacement`, which hands the early placement to the landing; a placement not
     /// taken is taken back when `then` returns or throws.
-    private func classifyWhileSyncing<T>(_ hashed: HashedFile, _ fd: FileDescriptor, name: String, as classifiedName: String,
+    func classifyWhileSyncing<T>(_ hashed: HashedFile, _ fd: FileDescriptor, name: String, as classifiedName: String,
                                          _ then: (Classification, _ takePlacement: () -> BlobStore.Placement?) throws -> T) throws -> T {
         blobsInFlight.begin(hashed.sha256)
         defer { blobsInFlight.end(hashed.sha256) }
@@ -454,7 +457,15 @@ extension FileSystem {
             staysPlain = true
         }
         if staysPlain {
-            if case .own(let fd) = work.bytes { try explained("cannot sync \(file.name)") { try fd.sync() } }
+            if case .own(let fd) = work.bytes {
+                try explained("cannot sync \(file.name)") { try fd.sync() }
+                // Whole as written, front to back: the digest is at hand for a rename to
+                // a photo's name (rsync's temporary file, `ClosedDigests`).
+                if writers.digests.enabled, let stream = work.stream, let size = try? fd.size(),
+                   let sha256 = stream.digestSoFar(size: size) {
+                    writer.keptWhole(sha256: sha256, size: size)
+                }
+            }
             try finishIfUnfinished(writer)
             readSidecarIfOne(id)
             return .keptPlain

@@ -630,10 +630,12 @@ extension FileSystem {
                     // Cut inside a transaction that finds the row as it was: see below.
                     try library.write(.lazy) { tx in
                         try tx.expectUnchanged(file)
+                        writers.digests.forget(file.id)
                         try explained("cannot truncate \(file.name)") { try bytesFile(of: file).truncate(to: size) }
                         try tx.plainFileBytesChanged(file.id)
                     }
                 } else {
+                    writers.digests.forget(file.id)
                     let bytes = try ownBytes(of: file)
                     try explained("cannot truncate \(file.name)") { try bytes.truncate(to: size) }
                 }
@@ -651,11 +653,19 @@ extension FileSystem {
             // found it "changed its modification time since it was stored", and reads of
             // the photo failed.
             if changes.atimeNs != nil || changes.mtimeNs != nil || changes.mode != nil {
-                try library.write { tx in
+                // As durable as on a disk: on disk within seconds, or at the file's fsync
+                // (`fsync(handle:)`). rsync sets a temporary file's mode at its creation,
+                // then its times and mode again before renaming it into place: three
+                // waits for the disk a file when each was durable at once (docs/namespace.md,
+                // "Plain files"). A file not closed yet goes with its row if the daemon stops.
+                try library.write(file.unfinished ? .lazy : .soon) { tx in
                     try tx.expectUnchanged(file)
                     if let mtime = changes.mtimeNs, file.blobSHA256 == nil {
                         try explained("cannot set the mtime of \(file.name)") {
-                            try bytesFile(of: file).setModificationTime(nanoseconds: mtime)
+                            let bytes = try bytesFile(of: file)
+                            let before = try? bytes.status()
+                            try bytes.setModificationTime(nanoseconds: mtime)
+                            writers.digests.timesSet(file.id, before: before, after: try? bytes.status())
                         }
                     }
                     if let atime = changes.atimeNs { try tx.setPlainFileAtime(file.id, nanoseconds: atime) }

@@ -160,29 +160,52 @@ extension FileSystem {
             if !empty, let moved = try library.read({ try $0.plainFile(id: file.id) }) { logKeptPlain(moved, why) }
         }
         do {
+            var clock = PhaseClock()
+            defer { clock.log("rename of \(file.name) to \(newName)") }
             let bytes = try openBytes(of: file)
             if let no = try cannotBeMedia(bytes, name: newName, file: file.name) { return try keptPlain(no.why, empty: no.empty) }
-            let hashed = try explained("cannot read \(file.name)") { try HashedFile.hashing(file.bytes, descriptor: bytes) }
-            let metadata: MediaMetadata
-            switch try library.classify(hashed, name: newName, reader: decoder) {
-            case .notMedia(let why): return try keptPlain(why, empty: hashed.size == 0)
-            case .media(let m):
-                metadata = m
+            // Bytes a writer of this host streamed and left whole need no second reading.
+            let known = writer == nil && file.blobSHA256 == nil ? writers.digests.digest(of: file.id, bytes: bytes) : nil
+            let hashed = try explained("cannot read \(file.name)") {
+                try HashedFile.hashing(file.bytes, descriptor: bytes, knownHash: { size in known?.size == size ? known?.sha256 : nil })
             }
-            let decide = { try self.destiny(of: hashed.sha256, name: newName, folder: to, over: over) }
-            let fate = try decide()
-            if case .stayPlain = fate { return try plainMove() }
-            let photo = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs,
-                                   file: file.blobSHA256 == nil ? hashed : nil)
-            let landed = try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
-                                  explicitMtimeNs: file.explicitMtimeNs,
-                                  mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777,
-                                  decide: over == nil ? decide : nil) { tx in
-                try tx.expectUnchanged(file)
-                try expectEntry(target, named: newName, in: to, renaming: .plain(file), tx)
-                if let replacedPlain { try tx.removePlainName(replacedPlain) }
-                try tx.deletePlainFile(file.id, becomingPhoto: true)
+            clock.mark(known == nil ? "hash" : "digest kept")
+            // Bytes of its own (not a blob's, which is placed and synced already) are
+            // linked into place and synced while the decoder reads them, as at a close.
+            func decided(_ kind: Classification, _ placement: () -> BlobStore.Placement?) throws -> Landed? {
+                let metadata: MediaMetadata
+                switch kind {
+                case .notMedia(let why):
+                    try keptPlain(why, empty: hashed.size == 0)
+                    return nil
+                case .media(let m):
+                    metadata = m
+                }
+                clock.mark("metadata")
+                let decide = { try self.destiny(of: hashed.sha256, name: newName, folder: to, over: over) }
+                let fate = try decide()
+                if case .stayPlain = fate {
+                    try plainMove()
+                    return nil
+                }
+                let photo = PhotoBytes(sha256: hashed.sha256, size: hashed.size, metadata: metadata, writtenNs: hashed.mtimeNs,
+                                       file: file.blobSHA256 == nil ? hashed : nil)
+                return try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
+                                explicitMtimeNs: file.explicitMtimeNs,
+                                mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777,
+                                placed: placement(), inFlight: file.blobSHA256 == nil,
+                                decide: over == nil ? decide : nil) { tx in
+                    try tx.expectUnchanged(file)
+                    try expectEntry(target, named: newName, in: to, renaming: .plain(file), tx)
+                    if let replacedPlain { try tx.removePlainName(replacedPlain) }
+                    try tx.deletePlainFile(file.id, becomingPhoto: true)
+                }
             }
+            let landed = file.blobSHA256 == nil
+                ? try classifyWhileSyncing(hashed, bytes, name: file.name, as: newName, decided)
+                : try decided(try library.classify(hashed, name: newName, reader: decoder), { nil })
+            guard let landed else { return }
+            clock.mark("stored")
             if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
             if let replacedPlain { removePlainBytes(replacedPlain) }
             if let writer {
@@ -190,6 +213,7 @@ extension FileSystem {
                 writers.becameAsset(writer, landed.asset.id)
             }
             afterLanding(landed, folder: to, entries: entries)
+            clock.mark("after")
         }
     }
 

@@ -75,6 +75,9 @@ final class Writer: @unchecked Sendable {
     private(set) var openCount = 0
     /// The digest, computed as the file is written front to back.
     private(set) var stream: StreamingHash?
+    /// A plain file's digest as its last close kept its bytes, whole, until they change:
+    /// recorded for a rename as the writer leaves (`restingDigest`, `ClosedDigests`).
+    private var keptDigest: (sha256: String, size: Int64)?
     /// Where writeback was last started: data goes to disk while more arrives, so that the
     /// fsync at the close has little left to wait for. Every 1 MiB: with 4 MiB, a 24 MP
     /// photo's close waited 2.5 ms for its last 2.5 MB to reach the disk, with 1 MiB
@@ -205,6 +208,7 @@ final class Writer: @unchecked Sendable {
     /// photo now); a failed write is not (those bytes are lost: never imported). Under
     /// `state`.
     private func touched() {
+        keptDigest = nil
         switch phase {
         case .failed, .removed: break
         default: phase = .dirty
@@ -216,6 +220,7 @@ final class Writer: @unchecked Sendable {
     /// A write failed: these bytes will not be imported.
     func failed(_ error: any Error) {
         withLock {
+            keptDigest = nil
             if case .removed = phase { return }
             phase = .failed(errno: FSError.errno(of: error), reason: "\(error)")
         }
@@ -239,6 +244,7 @@ final class Writer: @unchecked Sendable {
     /// in got a blob's name too (`FileSystem.keepBytesPrivate`). Inside `io`.
     func movedBytes(to fd: FileDescriptor, at path: LibraryPath?) {
         withLock {
+            keptDigest = nil
             if let path { bytes = .copy(fd, path) } else { bytes = .own(fd) }
         }
     }
@@ -248,6 +254,7 @@ final class Writer: @unchecked Sendable {
     /// Inside `io`.
     func lostBytes(_ error: any Error) {
         withLock {
+            keptDigest = nil
             switch bytes {
             case .own(let fd), .copy(let fd, _): bytes = .replaced(fd)
             case .current, .replaced: break
@@ -257,7 +264,21 @@ final class Writer: @unchecked Sendable {
         }
     }
 
-    func removed() { withLock { phase = .removed } }
+    func removed() { withLock { phase = .removed; keptDigest = nil } }
+
+    /// A close kept these bytes plain, whole as they were streamed: `size` bytes whose
+    /// digest is `sha256`. Inside `io`.
+    func keptWhole(sha256: String, size: Int64) { withLock { keptDigest = (sha256, size) } }
+
+    /// The plain file, its bytes and their digest, when its last close kept them whole,
+    /// nothing changed them since and no handle is left: for `ClosedDigests`.
+    var restingDigest: (id: Int64, bytes: FileDescriptor, sha256: String, size: Int64)? {
+        withLock {
+            guard phase == .clean, openCount <= 0, case .plain(let id) = target, case .own(let fd) = bytes,
+                  let kept = keptDigest else { return nil }
+            return (id, fd, kept.sha256, kept.size)
+        }
+    }
 
     /// A handle opened the photo when its current version was the blob `sha256`.
     func opened(version sha256: String) { withLock { if case .current = bytes { versionShown = sha256 } } }
@@ -301,6 +322,7 @@ final class Writer: @unchecked Sendable {
             target = .plain(id)
             if case .copy(let fd, _) = bytes { bytes = .own(fd) }
             stream = nil
+            keptDigest = nil
             if case .failed = phase {} else { phase = .dirty }
         }
     }
@@ -325,6 +347,7 @@ final class Writer: @unchecked Sendable {
             target = .plain(id)
             bytes = .own(own)
             stream = nil
+            keptDigest = nil
         }
     }
 
@@ -415,6 +438,7 @@ final class Writer: @unchecked Sendable {
                 // their next write copies it (`FileSystem.copyOfCurrent`).
                 versionShown = version
                 stream = nil
+                keptDigest = nil
                 cloneOf = nil
                 explicitMtimeNs = nil
                 phase = .clean
@@ -542,6 +566,11 @@ final class Writer: @unchecked Sendable {
 /// a kernel inode of an older version), so that every open, stat and save of one photo
 /// finds the one writer of its bytes.
 final class WriterTable: Sendable {
+    /// Digests of plain files whose last writer left (`ClosedDigests`).
+    let digests: ClosedDigests
+
+    init(keepsDigests: Bool) { digests = ClosedDigests(enabled: keepsDigests) }
+
     private struct Table {
         var byIno: [UInt64: Writer] = [:]
         /// Moves on whenever a writer comes or goes.
@@ -557,6 +586,7 @@ final class WriterTable: Sendable {
         try table.withLock { table in
             if let existing = table.byIno[ino] { return existing }
             let made = try make()
+            digests.forget(Int64(bitPattern: ino))  // its bytes may change from now on
             table.byIno[ino] = made
             table.epoch &+= 1
             return made
@@ -583,6 +613,7 @@ final class WriterTable: Sendable {
     /// the file.
     func reserve(_ writer: Writer, as id: Int64) {
         table.withLock { table in
+            digests.forget(id)
             table.byIno[UInt64(id)] = writer
             table.epoch &+= 1
         }
@@ -603,6 +634,7 @@ final class WriterTable: Sendable {
     func becamePlain(_ writer: Writer, _ id: Int64) {
         table.withLock { table in
             guard Self.detach(writer, from: &table) else { return }
+            digests.forget(id)
             table.byIno[UInt64(id)] = writer
         }
     }
@@ -616,15 +648,22 @@ final class WriterTable: Sendable {
     private func rekey(_ writer: Writer, to key: UInt64) -> Bool {
         table.withLock { table in
             guard table.byIno[key] == nil, let old = table.byIno.first(where: { $0.value === writer })?.key else { return false }
+            digests.forget(Int64(bitPattern: key))
             table.byIno.removeValue(forKey: old)
             table.byIno[key] = writer
             return true
         }
     }
 
-    /// Under every number it is found by (two, while a handover reserves one).
+    /// Under every number it is found by (two, while a handover reserves one). A plain
+    /// file's writer that leaves its bytes as its last close kept them records their
+    /// digest, under the table's lock: a writer made for the file next forgets it
+    /// after this, never before.
     func remove(_ writer: Writer) {
-        table.withLock { table in _ = Self.detach(writer, from: &table) }
+        table.withLock { table in
+            guard Self.detach(writer, from: &table), let resting = writer.restingDigest else { return }
+            digests.record(resting.id, sha256: resting.sha256, size: resting.size, bytes: resting.bytes)
+        }
     }
 
     /// Takes `writer` out from under every number it is found by; false when it is under none.

@@ -1,0 +1,79 @@
+import AlbumCore
+import Glibc
+
+/// The digests of plain files' bytes as their last writer left them, for the rename
+/// that makes such a file a photo moments later.
+///
+/// rsync writes each file as `.NAME.XXXXXX` (a hidden name: a plain file), closes it,
+/// sets its times and mode, and renames it to NAME, which imports it. Its bytes were
+/// hashed as they were written (`StreamingHash`), but the rename read and hashed them
+/// all again: 2 ms of the 7 ms of the rename of a 2.4 MB photo (docs/performance.md,
+/// "rsync into an album"). So a close that keeps a file plain takes the stream's digest
+/// of its whole bytes (`Writer.keptWhole`), and the writer, as its last handle leaves,
+/// records it here with a stamp of its bytes file (`WriterTable.remove`). The rename uses
+/// it when no writer of the file is open and the bytes file is as stamped.
+///
+/// What may change the bytes after that: a new writer of the file (making one forgets
+/// the entry, `WriterTable.writer(for:make:)`), a truncate by path (`forget`), this
+/// host's own utimensat (the entry follows it, `timesSet`), and a program writing the
+/// library's `plain/` behind the daemon's back (the stamp: every write moves the ctime).
+/// A wrong digest would name a blob by bytes it does not hold, so anything else forgets.
+/// One host only: another host's writers never pass through this table.
+final class ClosedDigests: Sendable {
+    private struct Entry {
+        let sha256: String
+        let size: Int64
+        var stamp: FileStamp
+    }
+
+    let enabled: Bool
+    /// Bounded: an entry not found here costs a read of the file, as before.
+    private let entries = Locked([Int64: Entry]())
+    static let limit = 256
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    /// The last writer of plain file `id` leaves its bytes `bytes`, whose `size` bytes
+    /// hash to `sha256`.
+    func record(_ id: Int64, sha256: String, size: Int64, bytes: FileDescriptor) {
+        guard enabled else { return }
+        guard let st = try? bytes.status(), Int64(st.st_size) == size else { return forget(id) }
+        entries.withLock { entries in
+            if entries.count >= Self.limit { entries.removeAll() }
+            entries[id] = Entry(sha256: sha256, size: size, stamp: FileStamp(st))
+        }
+    }
+
+    func forget(_ id: Int64) {
+        guard enabled else { return }
+        _ = entries.withLock { $0.removeValue(forKey: id) }
+    }
+
+    /// The digest of plain file `id`'s bytes, open as `bytes`, if they are as recorded.
+    func digest(of id: Int64, bytes: FileDescriptor) -> (sha256: String, size: Int64)? {
+        guard enabled, let st = try? bytes.status() else { return nil }
+        let stamp = FileStamp(st)
+        return entries.withLock { entries in
+            guard let entry = entries[id] else { return nil }
+            guard entry.stamp == stamp else {
+                entries.removeValue(forKey: id)
+                return nil
+            }
+            return (entry.sha256, entry.size)
+        }
+    }
+
+    /// This host set the mtime of plain file `id`'s bytes file, found as `before` just
+    /// before and as `after` just after: an entry that was right before is right after.
+    func timesSet(_ id: Int64, before: stat?, after: stat?) {
+        guard enabled else { return }
+        entries.withLock { entries in
+            guard let entry = entries[id] else { return }
+            guard let before, let after, entry.stamp == FileStamp(before) else {
+                entries.removeValue(forKey: id)
+                return
+            }
+            entries[id]?.stamp = FileStamp(after)
+        }
+    }
+}
