@@ -211,6 +211,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             }
             if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 { changes.owner = true }
             if fi != nil { changes.handle = shim_fi_fh(fi) }
+            changes.pid = caller(req)
             b.replyAttr(req, b.fs.kernelView(try b.fs.setattr(b.ino(ino), node: ino, changes), node: ino).attributes)
         }
     }
@@ -218,14 +219,14 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
         let b = Bridge.from(req)
         b.handle(req, "setxattr \(display(name)) of \(ino)") {
             let data = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
-            try b.fs.setxattr(b.ino(ino), name: display(name), value: data, flags: flags)
+            try b.fs.setxattr(b.ino(ino), name: display(name), value: data, flags: flags, pid: caller(req))
             fuse_reply_err(req, 0)
         }
     }
     ops.removexattr = { req, ino, name in
         let b = Bridge.from(req)
         b.handle(req, "removexattr \(display(name)) of \(ino)") {
-            try b.fs.removexattr(b.ino(ino), name: display(name))
+            try b.fs.removexattr(b.ino(ino), name: display(name), pid: caller(req))
             fuse_reply_err(req, 0)
         }
     }

@@ -49,8 +49,9 @@ final class GroupCommitTests: NewLibraryTestCase {
     /// A write to be on disk soon (a plain file's mode and times) waits for no sync; an
     /// fsync of its file (`makeCommittedDurable`) syncs the log once, and again only
     /// after another write; left alone, it is synced within seconds, as a file system's
-    /// journal commits a chmod. A library closed before that sync runs is left alone by
-    /// it (SQLite synced all of it at the close).
+    /// journal commits a chmod. A library closed before that sync is due keeps what was
+    /// written (SQLite checkpoints its log at the close), and the sync due later does
+    /// nothing.
     func testASoonWriteIsOnDiskAtTheNextFsyncOrWithinSeconds() throws {
         let before = try counts()
         try library.write(.soon) { tx in _ = try tx.createAlbum(named: "Chmod", in: Album.rootParent) }

@@ -152,7 +152,8 @@ struct OperationTableTests {
         if !writtenBefore { try f.fs.write(writer, written, at: 0) }
         #expect(try f.fs.read(writer, count: 3, at: 0) == written)
         #expect(try f.fs.fstat(reader).nlink == 0)
-        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == bytes)
+        let got = try f.fs.read(reader, count: 1 << 20, at: 0)
+        #expect(got == bytes, "\(name): the reader read \(got.count) bytes of \(bytes.count), beginning \(Array(got.prefix(6))); first differing at \(zip(got, bytes).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
         try f.fs.close(reader)
         // ftruncate and futimens through the writer (an ftruncate there made setattr
         // ask itself again without end: a stack overflow that took the daemon down).

@@ -104,14 +104,16 @@ final class GroupCommit: @unchecked Sendable {
             defer { condition.unlock() }
             soonScheduled = false
             // A library whose last connection closed meanwhile has no log left: SQLite
-            // checkpointed all of it into the database and synced that before it removed it.
-            if synced < committed, let log, (try? log.status().st_nlink) == 0 { return }
-            syncLocked(upTo: committed)
+            // checkpointed all of it into the database and synced that before it removed
+            // it. So this sync never opens the log again once it is gone (that would
+            // fail, and end the process), and finds nothing to do then.
+            syncLocked(upTo: committed, reopening: false)
         }
     }
 
     /// Syncs the log until commit `number` is on disk; called with `condition` held.
-    private func syncLocked(upTo number: UInt64) {
+    /// `reopening`: a log SQLite removed is opened again (see `syncLog`).
+    private func syncLocked(upTo number: UInt64, reopening: Bool = true) {
         while synced < number {
             if syncing {
                 condition.wait()
@@ -121,7 +123,7 @@ final class GroupCommit: @unchecked Sendable {
             syncing = true
             let target = committed
             condition.unlock()
-            do { try syncLog() } catch { GroupCommit.stop(because: error) }
+            do { try syncLog(reopening: reopening) } catch { GroupCommit.stop(because: error) }
             condition.lock()
             syncing = false
             rounds += 1
@@ -140,7 +142,7 @@ final class GroupCommit: @unchecked Sendable {
 
     /// fdatasync of the log, through a descriptor of our own (SQLite's is its
     /// connection's, not to be shared between threads).
-    private func syncLog() throws {
+    private func syncLog(reopening: Bool = true) throws {
         beforeSync.withLock { $0 }?()
         if let marker = Self.failingSyncMarker, access(marker, F_OK) == 0 {
             // The tests' way to fail a sync: every sync once this file exists.
@@ -150,6 +152,8 @@ final class GroupCommit: @unchecked Sendable {
             try log.syncData()
             return
         }
+        // Removed since it was opened, and not to be opened again: nothing to sync.
+        if log != nil && !reopening { return }
         // Not opened yet (a library opened to read), or SQLite removed the log (it does
         // so only once its last connection closes, after checkpointing all of it into
         // the database and syncing that): the log there now.

@@ -63,13 +63,26 @@ extension FileSystem {
     static let userMarks = Transaction.userMarks
 
     /// The object an inode's stored attributes belong to (an alias stores on its asset).
-    func xattrOwner(_ ino: UInt64) throws -> (Int64, Asset?) {
-        switch try existing(ino) {
+    func xattrOwner(_ ino: UInt64) throws -> (Int64, Asset?) { Self.xattrOwner(of: try existing(ino)) }
+
+    static func xattrOwner(of item: Item) -> (Int64, Asset?) {
+        switch item {
         case .asset(let asset): return (asset.id, asset)
         case .plain(let file): return (file.id, nil)
         case .album(let album): return (album.id, nil)
         case let other: return (Int64(bitPattern: other.ino), nil)
         }
+    }
+
+    /// How soon a change of `item`'s attributes is on disk: a plain file's as its mode
+    /// and times (`setattr`: within seconds, at an fsync, or with its row if it is not
+    /// closed yet), as a file system journals an xattr; a photo's or a folder's at once.
+    /// Samba sets `user.DOSATTRIB` on every file it creates: a wait for the disk each
+    /// when it was durable at once.
+    /// An NFS server promises its client every change on stable storage.
+    static func durability(ofChangesTo item: Item, by pid: Int32) -> Library.Durability {
+        guard case .plain(let file) = item else { return .durable }
+        return file.unfinished ? .lazy : FileServers.isNFSServer(pid) ? .durable : .soon
     }
 
     /// Only the `user.` namespace is kept. Other namespaces (security.selinux,
@@ -112,10 +125,12 @@ extension FileSystem {
     /// setxattr: `user.albumfs.favorite` and `.hidden` take `0` or `1` (as rm and mv in
     /// Favorites and Hidden do); the other `user.albumfs.*` are read-only (EPERM); any
     /// other `user.*` attribute is stored as written.
-    public func setxattr(_ ino: UInt64, name: String, value: [UInt8], flags: Int32) throws {
+    public func setxattr(_ ino: UInt64, name: String, value: [UInt8], flags: Int32, pid: Int32 = 0) throws {
         try checkWritable()
         try Self.checkNamespace(name)
-        let (owner, asset) = try xattrOwner(ino)
+        let item = try existing(ino)
+        let (owner, asset) = Self.xattrOwner(of: item)
+        let durability = Self.durability(ofChangesTo: item, by: pid)
         if name.hasPrefix(Self.prefix) {
             guard let asset else {
                 // A copy that keeps attributes (`rsync -X`, `cp --preserve=xattr`, `tar
@@ -123,8 +138,8 @@ extension FileSystem {
                 // temporary file): the marks a user sets are kept for the photo it may
                 // become (`Transaction.applyMarks`); the photo's own metadata is its
                 // bytes' to say, and is not kept.
-                guard case .plain = try existing(ino) else { throw FSError.notPermitted("\(name): only photos and videos have it") }
-                if Self.userMarks.contains(name) { try library.write { try $0.setXattr(ino: owner, name: name, value: value) } }
+                guard case .plain = item else { throw FSError.notPermitted("\(name): only photos and videos have it") }
+                if Self.userMarks.contains(name) { try library.write(durability) { try $0.setXattr(ino: owner, name: name, value: value) } }
                 return
             }
             // The same value again (a copy that keeps attributes, of a photo the library
@@ -149,7 +164,7 @@ extension FileSystem {
             return
         }
         if value.count > Self.xattrSizeMax { throw FSError(E2BIG, "\(name): value over 64 KiB") }
-        try library.write { tx in
+        try library.write(durability) { tx in
             let exists = try tx.xattr(ino: owner, name: name) != nil
             if flags & Self.xattrCreate != 0 && exists { throw FSError(EEXIST, "\(name) exists", logged: false) }
             if flags & Self.xattrReplace != 0 && !exists { throw FSError(ENODATA, "no attribute \(name)", logged: false) }
@@ -157,10 +172,11 @@ extension FileSystem {
         }
     }
 
-    public func removexattr(_ ino: UInt64, name: String) throws {
+    public func removexattr(_ ino: UInt64, name: String, pid: Int32 = 0) throws {
         try checkWritable()
         try Self.checkNamespace(name)
-        let (owner, asset) = try xattrOwner(ino)
+        let item = try existing(ino)
+        let (owner, asset) = Self.xattrOwner(of: item)
         if let asset, name == Self.prefix + "rating" {
             // The rating set through the mount goes; the one photo tools wrote shows again.
             // One the bytes carry and none set: as for the other attributes below.
@@ -178,7 +194,7 @@ extension FileSystem {
             sayOnce("removexattr", "removals of user.albumfs.* attributes are accepted and change nothing (\(name)); set favorite or hidden to 0 to unmark a photo")
             return
         }
-        guard try library.write(.durable, { try $0.removeXattr(ino: owner, name: name) }) else {
+        guard try library.write(Self.durability(ofChangesTo: item, by: pid), { try $0.removeXattr(ino: owner, name: name) }) else {
             throw FSError(ENODATA, "no attribute \(name)", logged: false)
         }
     }

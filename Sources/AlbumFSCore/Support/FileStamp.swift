@@ -3,8 +3,9 @@ import Glibc
 
 /// A file as `fstat` found it: which file (device and inode) and its size, mtime and
 /// ctime. Every write and truncation moves the ctime, so an equal stamp says that
-/// nothing changed the file between two looks (bar a change within one tick of the
-/// clock of a file system without fine-grained times).
+/// nothing changed the file between two looks, but for a change within one tick of the
+/// kernel's coarse clock where timestamps are not multigrain (before Linux 6.13, or on
+/// other file systems than ext4, XFS, Btrfs and tmpfs: `ClosedDigests.timesAreFineGrained`).
 struct FileStamp: Equatable {
     let device: UInt64
     let inode: UInt64

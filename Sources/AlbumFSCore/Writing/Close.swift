@@ -461,9 +461,9 @@ extension FileSystem {
                 try explained("cannot sync \(file.name)") { try fd.sync() }
                 // Whole as written, front to back: the digest is at hand for a rename to
                 // a photo's name (rsync's temporary file, `ClosedDigests`).
-                if writers.digests.enabled, let stream = work.stream, let size = try? fd.size(),
-                   let sha256 = stream.digestSoFar(size: size) {
-                    writer.keptWhole(sha256: sha256, size: size)
+                if writers.digests.enabled, let stream = work.stream, let st = try? fd.status(),
+                   let sha256 = stream.digestSoFar(size: Int64(st.st_size)) {
+                    writer.keptWhole(sha256: sha256, size: Int64(st.st_size), stamp: FileStamp(st))
                 }
             }
             try finishIfUnfinished(writer)

@@ -8,17 +8,21 @@ import Glibc
 /// sets its times and mode, and renames it to NAME, which imports it. Its bytes were
 /// hashed as they were written (`StreamingHash`), but the rename read and hashed them
 /// all again: 2 ms of the 7 ms of the rename of a 2.4 MB photo (docs/performance.md,
-/// "rsync into an album"). So a close that keeps a file plain takes the stream's digest
-/// of its whole bytes (`Writer.keptWhole`), and the writer, as its last handle leaves,
-/// records it here with a stamp of its bytes file (`WriterTable.remove`). The rename uses
-/// it when no writer of the file is open and the bytes file is as stamped.
+/// "rsync into an album, and Samba's uploads"). So a close that keeps a file plain
+/// takes the stream's digest of its whole bytes (`Writer.keptWhole`), and the writer, as
+/// its last handle leaves, records it here with a stamp of its bytes file
+/// (`WriterTable.remove`). The rename uses it when no writer of the file is open and
+/// the bytes file is as stamped.
 ///
 /// What may change the bytes after that: a new writer of the file (making one forgets
 /// the entry, `WriterTable.writer(for:make:)`), a truncate by path (`forget`), this
 /// host's own utimensat (the entry follows it, `timesSet`), and a program writing the
-/// library's `plain/` behind the daemon's back (the stamp: every write moves the ctime).
-/// A wrong digest would name a blob by bytes it does not hold, so anything else forgets.
-/// One host only: another host's writers never pass through this table.
+/// library's `plain/` behind the daemon's back (the stamp, taken by the close that kept
+/// the digest: every change after it moves the ctime, where times are fine-grained,
+/// `timesAreFineGrained`). A wrong digest would name a blob by bytes it does not hold,
+/// so anything else forgets. One host only: another host's writers never pass through
+/// this table. While the writer is still here (its release on its way), the rename
+/// takes the digest from it (`Writer.keptDigest(matching:)`).
 final class ClosedDigests: Sendable {
     private struct Entry {
         let sha256: String
@@ -33,14 +37,32 @@ final class ClosedDigests: Sendable {
 
     init(enabled: Bool) { self.enabled = enabled }
 
+    /// Whether a file's ctime moves at every change after an `fstat` looked at it, even
+    /// within one tick of the kernel's coarse clock: multigrain timestamps (Linux 6.13,
+    /// on ext4, XFS, Btrfs and tmpfs; Documentation/filesystems/multigrain-ts.rst). An
+    /// fstat marks the ctime as seen, and the next change takes a fine-grained time.
+    /// Elsewhere a write in the same tick as the stamp could leave it as it was: no
+    /// digest is kept there.
+    static func timesAreFineGrained(at path: String) -> Bool {
+        var name = utsname()
+        guard uname(&name) == 0 else { return false }
+        let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let numbers = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+        guard numbers.count == 2, (numbers[0], numbers[1]) >= (6, 13) else { return false }
+        let multigrain: Set<Int> = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994]  // ext4, XFS, Btrfs, tmpfs
+        return SystemCalls.fileSystemType(path).map(multigrain.contains) ?? false
+    }
+
     /// The last writer of plain file `id` leaves its bytes `bytes`, whose `size` bytes
-    /// hash to `sha256`.
-    func record(_ id: Int64, sha256: String, size: Int64, bytes: FileDescriptor) {
+    /// hash to `sha256` and whose file was as `stamp` says at the close that kept them
+    /// (the release comes later, and anything may have happened meanwhile): kept if
+    /// the file is still so.
+    func record(_ id: Int64, sha256: String, size: Int64, stamp: FileStamp, bytes: FileDescriptor) {
         guard enabled else { return }
-        guard let st = try? bytes.status(), Int64(st.st_size) == size else { return forget(id) }
+        guard let st = try? bytes.status(), FileStamp(st) == stamp, stamp.size == size else { return forget(id) }
         entries.withLock { entries in
             if entries.count >= Self.limit { entries.removeAll() }
-            entries[id] = Entry(sha256: sha256, size: size, stamp: FileStamp(st))
+            entries[id] = Entry(sha256: sha256, size: size, stamp: stamp)
         }
     }
 

@@ -499,6 +499,8 @@ extension FileSystem {
         public var handle: UInt64?
         /// A chown was asked for: accepted and not kept (one owner per mount, below).
         public var owner = false
+        /// The process that asked (0: unknown).
+        public var pid: Int32 = 0
         public init(size: Int64? = nil, mode: UInt32? = nil, mtimeNs: Int64? = nil, handle: UInt64? = nil) {
             self.size = size
             self.mode = mode
@@ -655,17 +657,20 @@ extension FileSystem {
             if changes.atimeNs != nil || changes.mtimeNs != nil || changes.mode != nil {
                 // As durable as on a disk: on disk within seconds, or at the file's fsync
                 // (`fsync(handle:)`). rsync sets a temporary file's mode at its creation,
-                // then its times and mode again before renaming it into place: three
-                // waits for the disk a file when each was durable at once (docs/namespace.md,
-                // "Plain files"). A file not closed yet goes with its row if the daemon stops.
-                try library.write(file.unfinished ? .lazy : .soon) { tx in
+                // then its times and mode again before renaming it into place, and each of
+                // the three waited for the disk when it was durable at once (docs/namespace.md,
+                // "Plain files"). A file not closed yet goes with its row if the daemon
+                // stops. An NFS server promises its client a SETATTR on stable storage.
+                try library.write(file.unfinished ? .lazy : FileServers.isNFSServer(changes.pid) ? .durable : .soon) { tx in
                     try tx.expectUnchanged(file)
                     if let mtime = changes.mtimeNs, file.blobSHA256 == nil {
                         try explained("cannot set the mtime of \(file.name)") {
                             let bytes = try bytesFile(of: file)
                             let before = try? bytes.status()
                             try bytes.setModificationTime(nanoseconds: mtime)
-                            writers.digests.timesSet(file.id, before: before, after: try? bytes.status())
+                            let after = try? bytes.status()
+                            writers.digests.timesSet(file.id, before: before, after: after)
+                            writers.get(UInt64(file.id))?.timesSet(before: before, after: after)
                         }
                     }
                     if let atime = changes.atimeNs { try tx.setPlainFileAtime(file.id, nanoseconds: atime) }

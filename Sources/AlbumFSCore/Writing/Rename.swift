@@ -164,14 +164,24 @@ extension FileSystem {
             defer { clock.log("rename of \(file.name) to \(newName)") }
             let bytes = try openBytes(of: file)
             if let no = try cannotBeMedia(bytes, name: newName, file: file.name) { return try keptPlain(no.why, empty: no.empty) }
-            // Bytes a writer of this host streamed and left whole need no second reading.
-            let known = writer == nil && file.blobSHA256 == nil ? writers.digests.digest(of: file.id, bytes: bytes) : nil
+            // Bytes a writer of this host streamed and left whole need no second reading:
+            // its digest, from the writer (its `io` is held) or as it left.
+            var known: (sha256: String, size: Int64)?
+            if file.blobSHA256 == nil {
+                if let writer { known = (try? bytes.status()).flatMap { writer.keptDigest(matching: $0) } } else {
+                    known = writers.digests.digest(of: file.id, bytes: bytes)
+                }
+            }
             let hashed = try explained("cannot read \(file.name)") {
                 try HashedFile.hashing(file.bytes, descriptor: bytes, knownHash: { size in known?.size == size ? known?.sha256 : nil })
             }
             clock.mark(known == nil ? "hash" : "digest kept")
             // Bytes of its own (not a blob's, which is placed and synced already) are
-            // linked into place and synced while the decoder reads them, as at a close.
+            // linked into place and synced while the decoder reads them, as at a close;
+            // only where they cannot become a photo's next version: a save takes the
+            // photo writer's `io` as it lands, which a close of that photo holds while it
+            // waits for the same bytes to be placed (`BlobsInFlight`).
+            let placedEarly = file.blobSHA256 == nil && over == nil && saves.vacatedBy(folder: to.ino, name: newName) == nil
             func decided(_ kind: Classification, _ placement: () -> BlobStore.Placement?) throws -> Landed? {
                 let metadata: MediaMetadata
                 switch kind {
@@ -193,7 +203,7 @@ extension FileSystem {
                 return try land(photo, as: newName, in: to, destiny: fate, fileID: file.id,
                                 explicitMtimeNs: file.explicitMtimeNs,
                                 mode: file.mode & 0o1777 == Self.defaultFileMode ? nil : file.mode & 0o1777,
-                                placed: placement(), inFlight: file.blobSHA256 == nil,
+                                placed: placement(), inFlight: placedEarly,
                                 decide: over == nil ? decide : nil) { tx in
                     try tx.expectUnchanged(file)
                     try expectEntry(target, named: newName, in: to, renaming: .plain(file), tx)
@@ -201,11 +211,12 @@ extension FileSystem {
                     try tx.deletePlainFile(file.id, becomingPhoto: true)
                 }
             }
-            let landed = file.blobSHA256 == nil
+            let landed = placedEarly
                 ? try classifyWhileSyncing(hashed, bytes, name: file.name, as: newName, decided)
                 : try decided(try library.classify(hashed, name: newName, reader: decoder), { nil })
             guard let landed else { return }
             clock.mark("stored")
+            writers.digests.forget(file.id)
             if file.blobSHA256 == nil { discard(.plainFile(file.id)) }
             if let replacedPlain { removePlainBytes(replacedPlain) }
             if let writer {

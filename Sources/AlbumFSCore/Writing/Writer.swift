@@ -75,9 +75,10 @@ final class Writer: @unchecked Sendable {
     private(set) var openCount = 0
     /// The digest, computed as the file is written front to back.
     private(set) var stream: StreamingHash?
-    /// A plain file's digest as its last close kept its bytes, whole, until they change:
-    /// recorded for a rename as the writer leaves (`restingDigest`, `ClosedDigests`).
-    private var keptDigest: (sha256: String, size: Int64)?
+    /// A plain file's digest as its last close kept its bytes, whole, with the stamp of
+    /// its bytes file then, until they change: for a rename while the writer is here
+    /// (`keptDigest(matching:)`), recorded as it leaves (`restingDigest`, `ClosedDigests`).
+    private var keptDigest: (sha256: String, size: Int64, stamp: FileStamp)?
     /// Where writeback was last started: data goes to disk while more arrives, so that the
     /// fsync at the close has little left to wait for. Every 1 MiB: with 4 MiB, a 24 MP
     /// photo's close waited 2.5 ms for its last 2.5 MB to reach the disk, with 1 MiB
@@ -267,16 +268,40 @@ final class Writer: @unchecked Sendable {
     func removed() { withLock { phase = .removed; keptDigest = nil } }
 
     /// A close kept these bytes plain, whole as they were streamed: `size` bytes whose
-    /// digest is `sha256`. Inside `io`.
-    func keptWhole(sha256: String, size: Int64) { withLock { keptDigest = (sha256, size) } }
+    /// digest is `sha256`, their file as `stamp` says after its sync. Inside `io`.
+    func keptWhole(sha256: String, size: Int64, stamp: FileStamp) { withLock { keptDigest = (sha256, size, stamp) } }
 
-    /// The plain file, its bytes and their digest, when its last close kept them whole,
-    /// nothing changed them since and no handle is left: for `ClosedDigests`.
-    var restingDigest: (id: Int64, bytes: FileDescriptor, sha256: String, size: Int64)? {
+    /// The digest its last close kept, while nothing changed the bytes through it since
+    /// and their file is as `st` says now (nothing changed it behind this writer's back).
+    /// Inside `io`.
+    func keptDigest(matching st: stat) -> (sha256: String, size: Int64)? {
+        withLock {
+            guard phase == .clean, case .plain = target, let kept = keptDigest, kept.stamp == FileStamp(st) else { return nil }
+            return (kept.sha256, kept.size)
+        }
+    }
+
+    /// This host set the bytes file's mtime, finding it as `before` and leaving it as
+    /// `after`: a digest kept for the file as it was before is kept for it as it is after.
+    func timesSet(before: stat?, after: stat?) {
+        withLock {
+            guard let kept = keptDigest else { return }
+            guard let before, let after, kept.stamp == FileStamp(before) else {
+                keptDigest = nil
+                return
+            }
+            keptDigest = (kept.sha256, kept.size, FileStamp(after))
+        }
+    }
+
+    /// The plain file, its bytes and their digest and stamp, when its last close kept
+    /// them whole, nothing changed them through it since and no handle is left: for
+    /// `ClosedDigests`.
+    var restingDigest: (id: Int64, bytes: FileDescriptor, sha256: String, size: Int64, stamp: FileStamp)? {
         withLock {
             guard phase == .clean, openCount <= 0, case .plain(let id) = target, case .own(let fd) = bytes,
                   let kept = keptDigest else { return nil }
-            return (id, fd, kept.sha256, kept.size)
+            return (id, fd, kept.sha256, kept.size, kept.stamp)
         }
     }
 
@@ -662,7 +687,7 @@ final class WriterTable: Sendable {
     func remove(_ writer: Writer) {
         table.withLock { table in
             guard Self.detach(writer, from: &table), let resting = writer.restingDigest else { return }
-            digests.record(resting.id, sha256: resting.sha256, size: resting.size, bytes: resting.bytes)
+            digests.record(resting.id, sha256: resting.sha256, size: resting.size, stamp: resting.stamp, bytes: resting.bytes)
         }
     }
 
