@@ -91,8 +91,7 @@ public final class FileSystem: Sendable {
         self.backgroundThumbnails = ThumbnailCache(library: library, decoder: backgroundDecoder ?? decoder)
         // One host, or several (PostgreSQL), whose writes this one does not see.
         plainPages = PlainPages(enabled: library.backend == .sqlite)
-        writers = WriterTable(keepsDigests: library.backend == .sqlite
-                              && ClosedDigests.timesAreFineGrained(at: library.root + "/" + LibraryPath.plainFiles.relative))
+        writers = WriterTable(keepsDigests: library.backend == .sqlite && ClosedDigests.timesAreFineGrained(library.files))
         let start = (try? library.files.status(.database))?.modificationNanoseconds ?? nowNanoseconds()
         changedNs = Locked(start)
         let total = (try? SystemCalls.fileSystemStatus(library.root)).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0

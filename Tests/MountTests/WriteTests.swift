@@ -747,11 +747,28 @@ final class WriteTests: MountTestCase {
         return try XCTUnwrap(Int(line.dropFirst("rchar:".count).trimmingCharacters(in: .whitespaces)))
     }
 
+    /// Whether a change made microseconds after an `fstat` always moves the file's ctime
+    /// in `folder` (multigrain times), as `ClosedDigests.timesAreFineGrained` finds out.
+    private func timesAreFineGrained(in folder: String) -> Bool {
+        let path = folder + "/probe-\(getpid())"
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd); unlink(path) }
+        var before = stat(), after = stat()
+        for offset in 0..<3 {
+            guard fstat(fd, &before) == 0, pwrite(fd, [UInt8(1)], 1, off_t(offset)) == 1, fstat(fd, &after) == 0 else { return false }
+            if before.st_ctim.tv_sec == after.st_ctim.tv_sec && before.st_ctim.tv_nsec == after.st_ctim.tv_nsec { return false }
+        }
+        return true
+    }
+
     /// rsync writes each file under a hidden temporary name, closes it, sets its times
     /// and mode, and renames it into place: the rename imports it with the digest its
     /// writes streamed (`ClosedDigests`) instead of reading it all again. The daemon reads
     /// each photo's bytes once (from /dev/fuse, as they are written); before, twice.
     func testRsyncIntoAnAlbumReadsEachPhotoOnce() throws {
+        try XCTSkipUnless(timesAreFineGrained(in: lib + "/staging"),
+                          "this disk's file times are coarse: the daemon keeps no digest past a close here (ClosedDigests.timesAreFineGrained)")
         let card = temp.sub("card-large")
         try FileManager.default.createDirectory(atPath: card, withIntermediateDirectories: true)
         let photo = try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg"))
@@ -768,7 +785,6 @@ final class WriteTests: MountTestCase {
         let before = try daemonRead()
         try sh("rsync -a \(q(card))/ Albums/R/")
         let read = try daemonRead() - before
-        // One photo's rename may come before its writer's release and read it again.
         XCTAssertLessThan(read, total * 3 / 2, "the daemon read \(read) bytes for rsync of \(total) bytes")
         XCTAssertEqual(try sh("ls -A Albums/R").stdout, "IMG_1.jpg\nIMG_2.jpg\nIMG_3.jpg\nIMG_4.jpg\n")
         for i in 1...4 {

@@ -75,14 +75,13 @@ extension FileSystem {
     }
 
     /// How soon a change of `item`'s attributes is on disk: a plain file's as its mode
-    /// and times (`setattr`: within seconds, at an fsync, or with its row if it is not
-    /// closed yet), as a file system journals an xattr; a photo's or a folder's at once.
-    /// Samba sets `user.DOSATTRIB` on every file it creates: a wait for the disk each
-    /// when it was durable at once.
-    /// An NFS server promises its client every change on stable storage.
+    /// and times (`setattr`: within seconds, or at an fsync), as a file system journals
+    /// an xattr; a photo's or a folder's at once. Samba sets `user.DOSATTRIB` on every
+    /// file it creates: a wait for the disk each when it was durable at once. An NFS
+    /// server promises its client every change on stable storage.
     static func durability(ofChangesTo item: Item, by pid: Int32) -> Library.Durability {
-        guard case .plain(let file) = item else { return .durable }
-        return file.unfinished ? .lazy : FileServers.isNFSServer(pid) ? .durable : .soon
+        guard case .plain = item else { return .durable }
+        return FileServers.isNFSServer(pid) ? .durable : .soon
     }
 
     /// Only the `user.` namespace is kept. Other namespaces (security.selinux,

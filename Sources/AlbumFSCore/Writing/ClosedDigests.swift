@@ -42,24 +42,31 @@ final class ClosedDigests: Sendable {
     /// on ext4, XFS, Btrfs and tmpfs; Documentation/filesystems/multigrain-ts.rst). An
     /// fstat marks the ctime as seen, and the next change takes a fine-grained time.
     /// Elsewhere a write in the same tick as the stamp could leave it as it was: no
-    /// digest is kept there.
-    static func timesAreFineGrained(at path: String) -> Bool {
-        var name = utsname()
-        guard uname(&name) == 0 else { return false }
-        let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let numbers = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
-        guard numbers.count == 2, (numbers[0], numbers[1]) >= (6, 13) else { return false }
-        let multigrain: Set<Int> = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994]  // ext4, XFS, Btrfs, tmpfs
-        return SystemCalls.fileSystemType(path).map(multigrain.contains) ?? false
+    /// digest is kept there. Found by trying it on the library's own disk (kernel, file
+    /// system and its driver alike: ext2 has ext4's magic number and not its times):
+    /// three times an `fstat`, then a write of one byte microseconds later, which takes
+    /// the look's coarse time at least once in three where times are coarse.
+    static func timesAreFineGrained(_ files: LibraryFiles) -> Bool {
+        guard let (probe, path) = try? files.makeStagingFile(prefix: "times") else { return false }
+        defer { _ = try? files.remove(path) }
+        var seen = try? probe.status()
+        for offset in 0..<3 {
+            let byte: [UInt8] = [1]
+            guard let before = seen, (try? byte.withUnsafeBytes({ try probe.write($0, at: Int64(offset)) })) == 1,
+                  let after = try? probe.status(), after.changeNanoseconds != before.changeNanoseconds else { return false }
+            seen = after
+        }
+        return true
     }
 
-    /// The last writer of plain file `id` leaves its bytes `bytes`, whose `size` bytes
-    /// hash to `sha256` and whose file was as `stamp` says at the close that kept them
-    /// (the release comes later, and anything may have happened meanwhile): kept if
-    /// the file is still so.
-    func record(_ id: Int64, sha256: String, size: Int64, stamp: FileStamp, bytes: FileDescriptor) {
+    /// The last writer of plain file `id` leaves its bytes, whose `size` bytes hash to
+    /// `sha256` and whose file was as `stamp` says at the close that kept them (or after
+    /// this host's utimensat since, `timesSet`). The release comes later, and anything
+    /// may have happened meanwhile: `digest(of:bytes:)` compares the stamp with the file
+    /// as it is then.
+    func record(_ id: Int64, sha256: String, size: Int64, stamp: FileStamp) {
         guard enabled else { return }
-        guard let st = try? bytes.status(), FileStamp(st) == stamp, stamp.size == size else { return forget(id) }
+        guard stamp.size == size else { return forget(id) }
         entries.withLock { entries in
             if entries.count >= Self.limit { entries.removeAll() }
             entries[id] = Entry(sha256: sha256, size: size, stamp: stamp)
@@ -87,10 +94,13 @@ final class ClosedDigests: Sendable {
 
     /// This host set the mtime of plain file `id`'s bytes file, found as `before` just
     /// before and as `after` just after: an entry that was right before is right after.
+    /// (One recorded meanwhile, by a release that came between, from a writer told of
+    /// the change first, is right already.)
     func timesSet(_ id: Int64, before: stat?, after: stat?) {
         guard enabled else { return }
         entries.withLock { entries in
             guard let entry = entries[id] else { return }
+            if let after, entry.stamp == FileStamp(after) { return }
             guard let before, let after, entry.stamp == FileStamp(before) else {
                 entries.removeValue(forKey: id)
                 return

@@ -669,8 +669,10 @@ extension FileSystem {
                             let before = try? bytes.status()
                             try bytes.setModificationTime(nanoseconds: mtime)
                             let after = try? bytes.status()
-                            writers.digests.timesSet(file.id, before: before, after: after)
+                            // The writer first: a release between the two records its
+                            // stamp, which the table's then finds right already.
                             writers.get(UInt64(file.id))?.timesSet(before: before, after: after)
+                            writers.digests.timesSet(file.id, before: before, after: after)
                         }
                     }
                     if let atime = changes.atimeNs { try tx.setPlainFileAtime(file.id, nanoseconds: atime) }

@@ -168,7 +168,7 @@ extension FileSystem {
             // its digest, from the writer (its `io` is held) or as it left.
             var known: (sha256: String, size: Int64)?
             if file.blobSHA256 == nil {
-                if let writer { known = (try? bytes.status()).flatMap { writer.keptDigest(matching: $0) } } else {
+                if let writer { known = (try? bytes.status()).flatMap { writer.keptDigest(of: file.id, matching: $0) } } else {
                     known = writers.digests.digest(of: file.id, bytes: bytes)
                 }
             }

@@ -274,9 +274,9 @@ final class Writer: @unchecked Sendable {
     /// The digest its last close kept, while nothing changed the bytes through it since
     /// and their file is as `st` says now (nothing changed it behind this writer's back).
     /// Inside `io`.
-    func keptDigest(matching st: stat) -> (sha256: String, size: Int64)? {
+    func keptDigest(of id: Int64, matching st: stat) -> (sha256: String, size: Int64)? {
         withLock {
-            guard phase == .clean, case .plain = target, let kept = keptDigest, kept.stamp == FileStamp(st) else { return nil }
+            guard phase == .clean, case .plain(id) = target, let kept = keptDigest, kept.stamp == FileStamp(st) else { return nil }
             return (kept.sha256, kept.size)
         }
     }
@@ -297,11 +297,11 @@ final class Writer: @unchecked Sendable {
     /// The plain file, its bytes and their digest and stamp, when its last close kept
     /// them whole, nothing changed them through it since and no handle is left: for
     /// `ClosedDigests`.
-    var restingDigest: (id: Int64, bytes: FileDescriptor, sha256: String, size: Int64, stamp: FileStamp)? {
+    var restingDigest: (id: Int64, sha256: String, size: Int64, stamp: FileStamp)? {
         withLock {
-            guard phase == .clean, openCount <= 0, case .plain(let id) = target, case .own(let fd) = bytes,
+            guard phase == .clean, openCount <= 0, case .plain(let id) = target, case .own = bytes,
                   let kept = keptDigest else { return nil }
-            return (id, fd, kept.sha256, kept.size, kept.stamp)
+            return (id, kept.sha256, kept.size, kept.stamp)
         }
     }
 
@@ -687,7 +687,7 @@ final class WriterTable: Sendable {
     func remove(_ writer: Writer) {
         table.withLock { table in
             guard Self.detach(writer, from: &table), let resting = writer.restingDigest else { return }
-            digests.record(resting.id, sha256: resting.sha256, size: resting.size, stamp: resting.stamp, bytes: resting.bytes)
+            digests.record(resting.id, sha256: resting.sha256, size: resting.size, stamp: resting.stamp)
         }
     }
 
