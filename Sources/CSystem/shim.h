@@ -9,7 +9,6 @@
 #include <sys/syscall.h>
 #include <linux/openat2.h>
 #include <sys/xattr.h>
-#include <sys/vfs.h>
 
 extern long syscall(long number, ...);
 
@@ -22,14 +21,6 @@ static inline int shim_open_beneath(int dirfd, const char *path, int flags, unsi
     how.mode = (flags & 0100 /* O_CREAT */) ? mode : 0;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-}
-
-// The type of the file system `path` is on (statfs's f_type, which statvfs does not
-// give), or -1 with errno set.
-static inline long shim_file_system_type(const char *path) {
-    struct statfs s;
-    if (statfs(path, &s) != 0) return -1;
-    return (long)s.f_type;
 }
 
 extern ssize_t copy_file_range(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len, unsigned int flags);

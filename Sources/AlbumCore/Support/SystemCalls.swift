@@ -46,13 +46,6 @@ public enum SystemCalls {
         return s
     }
 
-    /// The magic number of the file system `path` is on (statfs's `f_type`: 0xEF53 for
-    /// ext4), nil when it cannot be had.
-    public static func fileSystemType(_ path: String) -> Int? {
-        let type = shim_file_system_type(path)
-        return type < 0 ? nil : Int(type)
-    }
-
     /// The names in a folder (not `.` and `..`), as the bytes they are.
     public static func names(in path: String) throws -> [[UInt8]] {
         guard let dir = opendir(path) else { throw LibraryError.io("opendir \(path)", errno: errno) }

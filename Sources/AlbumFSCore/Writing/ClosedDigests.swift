@@ -9,10 +9,9 @@ import Glibc
 /// hashed as they were written (`StreamingHash`), but the rename read and hashed them
 /// all again: 2 ms of the 7 ms of the rename of a 2.4 MB photo (docs/performance.md,
 /// "rsync into an album, and Samba's uploads"). So a close that keeps a file plain
-/// takes the stream's digest of its whole bytes (`Writer.keptWhole`), and the writer, as
-/// its last handle leaves, records it here with a stamp of its bytes file
-/// (`WriterTable.remove`). The rename uses it when no writer of the file is open and
-/// the bytes file is as stamped.
+/// takes the stream's digest of its whole bytes with a stamp of its bytes file
+/// (`Writer.keptWhole`), and the writer, as its last handle leaves, records both here
+/// (`WriterTable.remove`). The rename uses the digest when the bytes file is as stamped.
 ///
 /// What may change the bytes after that: a new writer of the file (making one forgets
 /// the entry, `WriterTable.writer(for:make:)`), a truncate by path (`forget`), this
@@ -22,7 +21,7 @@ import Glibc
 /// `timesAreFineGrained`). A wrong digest would name a blob by bytes it does not hold,
 /// so anything else forgets. One host only: another host's writers never pass through
 /// this table. While the writer is still here (its release on its way), the rename
-/// takes the digest from it (`Writer.keptDigest(matching:)`).
+/// takes the digest from it (`Writer.keptDigest(of:matching:)`).
 final class ClosedDigests: Sendable {
     private struct Entry {
         let sha256: String

@@ -77,7 +77,7 @@ final class Writer: @unchecked Sendable {
     private(set) var stream: StreamingHash?
     /// A plain file's digest as its last close kept its bytes, whole, with the stamp of
     /// its bytes file then, until they change: for a rename while the writer is here
-    /// (`keptDigest(matching:)`), recorded as it leaves (`restingDigest`, `ClosedDigests`).
+    /// (`keptDigest(of:matching:)`), recorded as it leaves (`restingDigest`, `ClosedDigests`).
     private var keptDigest: (sha256: String, size: Int64, stamp: FileStamp)?
     /// Where writeback was last started: data goes to disk while more arrives, so that the
     /// fsync at the close has little left to wait for. Every 1 MiB: with 4 MiB, a 24 MP
