@@ -49,8 +49,8 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
                 switch opened.mode {
                 case .passthrough(let backingID):
                     rc = shim_reply_open_passthrough(req, opened.handle, backingID, opened.readOnly ? 1 : 0)
-                case .cached:
-                    shim_fi_set_open_flags(&request.info, opened.handle, opened.keepCache ? 1 : 0, 0, 0)
+                case .cached, .direct:
+                    shim_fi_set_open_flags(&request.info, opened.handle, opened.keepCache ? 1 : 0, opened.mode == .direct ? 1 : 0, 0)
                     shim_fi_set_noflush(&request.info, opened.readOnly ? 1 : 0)
                     rc = fuse_reply_open(req, &request.info)
                 }
@@ -84,14 +84,8 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
             let (attributes, opened) = try b.fs.create(parent: b.ino(parent), name: bytes(name), mode: UInt32(mode), flags: shim_fi_flags(fi),
                                                        pid: caller(req))
             guard let opened else { throw FSError(EIO, "create did not open") }
-            // A file created to be written only (`cp`, a save into a temporary name) is
-            // written past the kernel's page cache (direct I/O): its pages there would be
-            // a second copy of every byte, in memory no reader asked for. Nothing can map
-            // or read through such a descriptor, and the kernel drops what other
-            // descriptors cached of the range each write covers (docs/performance.md,
-            // "Copies in without the page cache").
-            let writeOnly = shim_fi_flags(fi) & O_ACCMODE == O_WRONLY
-            shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, writeOnly ? 1 : 0, 0)
+            // Direct I/O for a file created to be written only (the core decides: `create`).
+            shim_fi_set_open_flags(fi, opened.handle, opened.keepCache ? 1 : 0, opened.mode == .direct ? 1 : 0, 0)
             var e = b.entry(attributes, created: true)
             if fuse_reply_create(req, &e, fi) != 0 { b.fs.release(handle: opened.handle) }
         }

@@ -141,6 +141,65 @@ final class PassthroughTests: XCTestCase {
         XCTAssertEqual(try Processes.shell("cmp \(source) \((lib + "/plain/" + backing).shellQuoted)").status, 0)
     }
 
+    /// A reader and a writer of one photo, in either order, each read their own bytes on
+    /// the default mount and with `-o nopassthrough` (where every reader is cached): the
+    /// reader the version it opened, the writer what it wrote; a reader opened while the
+    /// writer has bytes pending reads those; the photo deleted for good, each handle
+    /// keeps its bytes; a new open after the writer's close reads what it closed. Before,
+    /// a reader cached beside a writer shared the kernel inode's pages with it (the
+    /// reader read the writer's "abc" every time without passthrough, and on the default
+    /// mount while the open that created the photo was still held). Python's `os.pread`,
+    /// as a program reads.
+    func testAReaderAndAWriterOfOnePhotoEachReadTheirOwnBytes() throws {
+        let script = temp.sub("handles.py")
+        try """
+            import os, sys
+            photo = open(sys.argv[1], 'rb').read()
+            failures = []
+            def expect(what, got, wanted):
+                if got != wanted: failures.append('%s: read %d bytes beginning %r' % (what, len(got), got[:6]))
+            for i in range(3):
+                p = 'Albums/A/W%d.jpg' % i
+                creator = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                os.write(creator, photo)
+                kept = os.dup(creator)  # the creating open held past its close
+                os.close(creator)
+                # The writer first, then the reader.
+                w = os.open(p, os.O_RDWR)
+                r = os.open(p, os.O_RDONLY)
+                expect('reader before the write', os.pread(r, 4096, 0), photo[:4096])
+                os.pwrite(w, b'abc', 0)
+                expect('writer', os.pread(w, 3, 0), b'abc')
+                expect('reader after the write', os.pread(r, 1 << 20, 0), photo)
+                os.close(r)
+                pending = os.open(p, os.O_RDONLY)
+                expect('reader of the pending bytes', os.pread(pending, 3, 0), b'abc')
+                os.close(pending)
+                os.pwrite(w, photo[:3], 0)
+                os.close(w)
+                expect('open after the close', open(p, 'rb').read(), photo)
+                # The reader first, then the writer, and the photo deleted for good.
+                r = os.open(p, os.O_RDONLY)
+                expect('reader', os.pread(r, 4, 0), photo[:4])
+                w = os.open(p, os.O_RDWR)
+                os.pwrite(w, b'abc', 0)
+                os.unlink('All Photos/W%d.jpg' % i)
+                os.unlink('Smart Albums/Recently Deleted/W%d.jpg' % i)
+                expect('writer after the deletion', os.pread(w, 3, 0), b'abc')
+                expect('reader after the deletion', os.pread(r, 1 << 20, 0), photo)
+                os.close(r); os.close(w); os.close(kept)
+            print('; '.join(failures))
+            sys.exit(1 if failures else 0)
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        for options in [[], ["nopassthrough"]] {
+            mount = try MountedLibrary(library: lib, temp: temp, name: "mnt" + options.joined(), options: options)
+            try sh("/usr/bin/python3 \(script.shellQuoted) \((gps + "/DSCN0021.jpg").shellQuoted)")
+            XCTAssertEqual(try Processes.shell("ls \((mount.mountpoint + "/Albums/A").shellQuoted)").stdout, "DSCN0010.jpg\nDSCN0012.jpg\n")
+            mount.unmount()
+            mount = nil
+        }
+    }
+
     /// An open that comes between a save's commit and the kernel dropping the photo's
     /// attributes reads the new version, and `fstat` on it must say that version's size:
     /// `mmap` of the whole file maps that size. The save is held there by the daemon's

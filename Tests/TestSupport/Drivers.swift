@@ -46,6 +46,9 @@ public protocol Driver: AnyObject {
     func setMtime(_ handle: Int, nanoseconds: Int64) throws
     func fsync(_ handle: Int) throws
     func close(_ handle: Int) throws
+    /// dup(2): a second descriptor of the same open. Each close of one is a flush (the
+    /// opener's close); the open ends with the last (a release).
+    func duplicate(_ handle: Int) throws -> Int
 
     func stat(_ path: String) throws -> PathStatus
     /// fstat of an open handle.
@@ -261,8 +264,17 @@ public final class CoreDriver: Driver {
     public func close(_ h: Int) throws {
         let handle = try handle(h).handle
         handles.removeValue(forKey: h)
-        defer { fs.release(handle: handle) }
+        let copiesLeft = handles.values.contains { $0.handle == handle }
+        defer { if !copiesLeft { fs.release(handle: handle) } }
         try attempt("close") { try fs.flush(handle: handle) }
+    }
+
+    public func duplicate(_ h: Int) throws -> Int {
+        let found = try handle(h)
+        let copy = nextHandle
+        nextHandle += 1
+        handles[copy] = found
+        return copy
     }
 
     public func stat(_ path: String) throws -> PathStatus {
@@ -441,6 +453,13 @@ public final class MountDriver: Driver {
         let fd = try fd(h)
         fds.removeValue(forKey: h)
         try check(Int(Glibc.close(fd)), "close")
+    }
+
+    public func duplicate(_ h: Int) throws -> Int {
+        let copy = fcntl(try fd(h), F_DUPFD_CLOEXEC, 0)
+        try check(Int(copy), "dup")
+        fds[Int(copy)] = copy
+        return Int(copy)
     }
 
     public func stat(_ path: String) throws -> PathStatus {

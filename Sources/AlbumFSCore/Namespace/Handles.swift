@@ -53,6 +53,14 @@ final class OpenFile: Sendable {
 public enum IOMode: Sendable, Equatable {
     case cached
     case passthrough(backingID: Int32)
+    /// Past the page cache (`FOPEN_DIRECT_IO`): every read and write is a request, no
+    /// page of the kernel inode is filled from this handle, and each write drops the
+    /// pages others cached of its range. The kernel gives such an open no I/O mode
+    /// (fs/fuse/iomode.c), so passthrough readers can open beside it. For a file created
+    /// to be written only, and for a writer that must share a kernel inode with cached
+    /// readers of a version (`HandleTable.addCached`). `mmap` with `MAP_SHARED` of such a
+    /// handle fails (`ENODEV`).
+    case direct
 }
 
 /// Registers descriptors as passthrough backing files with the kernel (the bridge does
@@ -98,11 +106,18 @@ final class HandleTable: Sendable {
     }
 
     private struct NodeIO {
+        /// Handles in the kernel's caching I/O mode: they fill the kernel inode's pages.
         var cachedHandles = 0
+        /// Handles in direct I/O (`IOMode.direct`): no I/O mode, no pages.
+        var directHandles = 0
         var passthrough: Passthrough?
         var readers: Readers?
-        /// Cached handles open for writing (among `cachedHandles`).
+        /// Handles open for writing, cached or direct.
         var writingHandles = 0
+        /// Cached handles of a writer's bytes (open for writing, or reading the bytes being
+        /// written; among `cachedHandles`): the pages they fill are of those bytes, which
+        /// cached readers of a version must never read, nor they the readers' pages.
+        var writerHandles = 0
 
         /// Counts a cached open of a version, `file` (`key`), among the readers: the
         /// bytes it is to read (theirs when `share`), or nil when they read another file.
@@ -125,7 +140,7 @@ final class HandleTable: Sendable {
         /// comes (or this time passes), readers open it cached, so that they cannot hold
         /// it in passthrough before the writer gets in.
         var reservedUntil: Double?
-        var isEmpty: Bool { cachedHandles == 0 && passthrough == nil && !reserved() }
+        var isEmpty: Bool { cachedHandles == 0 && directHandles == 0 && passthrough == nil && !reserved() }
         /// Whether a writer's reservation holds (the clock is read only when there is one).
         func reserved() -> Bool { reservedUntil.map { monotonicSeconds() < $0 } ?? false }
     }
@@ -191,13 +206,15 @@ final class HandleTable: Sendable {
 
     /// Adds a cached read-only open of a version of a photo or thumbnail, `file`,
     /// through kernel inode `node`: only if the inode's other cached readers read the
-    /// same file, or none does, or `share` says this open is to read theirs (an open that
-    /// cannot be looked up again: a file server's, the kernel's retry).
+    /// same file, or none does, and no writer's handles fill its pages, or `share` says
+    /// this open is to read theirs (an open that cannot be looked up again: a file
+    /// server's, the kernel's retry; beside a writer it then shares the writer's pages).
     func addCachedReader(ino: UInt64, node: UInt64, file: FileDescriptor, share: Bool) -> CachedReader {
         guard let key = FileKey(file) else { return .stale }
         let bytes: FileDescriptor? = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
-            guard io.passthrough == nil, let bytes = io.addReader(file, key, share: share) else { return nil }
+            guard io.passthrough == nil, io.writerHandles == 0 || share,
+                  let bytes = io.addReader(file, key, share: share) else { return nil }
             s.nodes[node] = io
             return bytes
         }
@@ -213,8 +230,9 @@ final class HandleTable: Sendable {
     /// `candidate` (its photo got a new version while old readers stay), the kernel lets
     /// this open read only that one: it does with `shareOlder` (an open by a file handle,
     /// which cannot be looked up again), else it is nil and nothing is added. The same
-    /// when it is cached (beside a writer, a file server's) and the inode's other cached
-    /// readers read another file (`NodeIO.addReader`).
+    /// when it is cached (a file server's, beside a write-only create) and the inode's
+    /// other cached readers read another file (`NodeIO.addReader`), and when a writer's
+    /// handles fill the inode's pages (the reader goes to another kernel inode).
     func addReader(ino: UInt64, node: UInt64, candidate: FileDescriptor, mayStart: Bool, shareOlder: Bool = false) -> OpenFile? {
         guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
             // Without passthrough (or a file that cannot be told apart): cached, which
@@ -231,9 +249,10 @@ final class HandleTable: Sendable {
                 io.passthrough = current
                 return .share(current.backingID)
             }
+            if io.writerHandles > 0 && !shareOlder { return .stale }
             if io.cachedHandles > 0 || !mayStart || io.reserved() {
-                // Cached beside a writer, for a file server, or where a writer is on its
-                // way: still one version for all the readers of this kernel inode.
+                // Cached beside other cached opens, for a file server, or where a writer
+                // is on its way: still one version for all the readers of this kernel inode.
                 guard let bytes = io.addReader(candidate, key, share: shareOlder) else { return .stale }
                 return .cached(bytes)
             }
@@ -265,7 +284,8 @@ final class HandleTable: Sendable {
                     return ((.passthrough(backingID: current.backingID), candidate), id)
                 }
                 guard let id, io.cachedHandles == 0, !io.reserved() else {
-                    guard let bytes = io.addReader(candidate, key, share: shareOlder) else { return (nil, id) }
+                    guard io.writerHandles == 0 || shareOlder,
+                          let bytes = io.addReader(candidate, key, share: shareOlder) else { return (nil, id) }
                     return ((.cached, bytes), id)
                 }
                 io.passthrough = Passthrough(backingID: id, file: key, handles: 1)
@@ -279,19 +299,38 @@ final class HandleTable: Sendable {
     }
 
     /// Adds an open that is not to be in passthrough (a writer, a reader of bytes being
-    /// written, a plain file): cached, or nil while the kernel inode is open in
-    /// passthrough (the kernel would refuse it).
-    func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool, opener: Int32 = 0) -> OpenFile? {
-        let added: Bool = table.withLock { s in
+    /// written, a plain file): cached, or `direct` (a file created to be written only).
+    /// Nil while the kernel inode is open in passthrough (the kernel would refuse it), and
+    /// for a writer's handle where cached readers of a version are: the kernel inode's
+    /// pages are of that version, and would be filled with the writer's bytes (a reader
+    /// read "abc" a writer wrote, in `OperationTableTests`). Such a handle goes to another
+    /// kernel inode (`FileSystem.openElsewhere`), unless it cannot (`shareWithReaders`: a
+    /// file server's open by handle, the kernel's retry): it then shares this one in
+    /// direct I/O, which leaves the readers' pages theirs.
+    func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool, opener: Int32 = 0,
+                   direct: Bool = false, shareWithReaders: Bool = false) -> OpenFile? {
+        var writerBytes = false
+        if case .writer = state { writerBytes = true }
+        let mode: IOMode? = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
-            guard io.passthrough == nil else { return false }
-            io.cachedHandles += 1
+            guard io.passthrough == nil else { return nil }
+            var mode: IOMode = direct ? .direct : .cached
+            if writerBytes, mode == .cached, io.readers != nil {
+                guard shareWithReaders else { return nil }
+                mode = .direct
+            }
+            if mode == .direct {
+                io.directHandles += 1
+            } else {
+                io.cachedHandles += 1
+                if writerBytes { io.writerHandles += 1 }
+            }
             if writes { io.writingHandles += 1 }
             io.reservedUntil = nil
             s.nodes[node] = io
-            return true
+            return mode
         }
-        return added ? OpenFile(ino: ino, node: node, state: state, mode: .cached, writes: writes, opener: opener) : nil
+        return mode.map { OpenFile(ino: ino, node: node, state: state, mode: $0, writes: writes, opener: opener) }
     }
 
     /// Whether any open file (or a writer on its way) uses kernel inode `node`. A
@@ -379,7 +418,7 @@ final class HandleTable: Sendable {
     /// has left, and only while it has cached opens (writers are never in passthrough).
     func writer(on node: UInt64) -> Writer? {
         table.withLock { s in
-            guard let io = s.nodes[node], io.cachedHandles > 0 else { return nil }
+            guard let io = s.nodes[node], io.cachedHandles + io.directHandles > 0 else { return nil }
             var found: Writer?
             for file in s.files.values where file.node == node {
                 switch file.state {
@@ -415,10 +454,13 @@ final class HandleTable: Sendable {
             guard let file = s.files.removeValue(forKey: handle) else { return (nil, nil) }
             var io = s.nodes[file.node] ?? NodeIO()
             var unregister: (Int32, FileKey)?
+            if file.writes { io.writingHandles -= 1 }
             switch file.mode {
+            case .direct:
+                io.directHandles -= 1
             case .cached:
                 io.cachedHandles -= 1
-                if file.writes { io.writingHandles -= 1 }
+                if case .writer = file.state { io.writerHandles -= 1 }
                 if file.readsVersion, var readers = io.readers {
                     readers.handles -= 1
                     io.readers = readers.handles > 0 ? readers : nil
@@ -481,11 +523,25 @@ extension FileSystem {
     /// Adds an open file to the handle table: its handle, with the mode decided there.
     /// `node`: the kernel inode it is opened through (the current one when not said).
     /// `pid`: the thread that opens (0: unknown), a writer's opener.
+    /// `direct`: past the page cache (a file created to be written only, `create`).
+    ///
+    /// A writer's handle (or a reader of the bytes being written) that the kernel inode
+    /// cannot take (readers in passthrough, or cached readers of a version, whose pages
+    /// it would share) is sent to a new kernel inode (`openElsewhere`). An open that
+    /// cannot be sent (the kernel's one retry after that, or a file server's, which may
+    /// open by handle) shares the cached readers' kernel inode in direct I/O instead.
     func opened(ino: UInt64, node: UInt64? = nil, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
-                name: @autoclosure () -> String, pid: Int32 = 0) throws -> Opened {
+                name: @autoclosure () -> String, pid: Int32 = 0, direct: Bool = false) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
-        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: readOnly ? 0 : pid) else {
+        // Taken at every open, so that only the open right after an ESTALE is its retry.
+        let retry = opensAcrossSaves.isRetry(pid, ino)
+        func add(sharing: Bool) -> OpenFile? {
+            handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: readOnly ? 0 : pid,
+                              direct: direct, shareWithReaders: sharing)
+        }
+        guard let file = add(sharing: retry) ?? (!retry && FileServers.isServer(pid) ? add(sharing: true) : nil) else {
             if case .writer(let writer) = state { release(writer) }
+            opensAcrossSaves.gotStale(pid, ino)
             throw openElsewhere(ino, from: node, name(), reserve: true)
         }
         return Opened(handle: handles.handle(for: file), keepCache: keepCache, readOnly: readOnly, mode: file.mode)
@@ -576,7 +632,7 @@ extension FileSystem {
             default: break
             }
         }
-        return FSError(ESTALE, "\(name) is read in passthrough on kernel inode \(node): to be opened again on a new one", logged: false)
+        return FSError(ESTALE, "\(name) is read on kernel inode \(node) by readers of another version or a writer: to be opened again on a new one", logged: false)
     }
 
     /// Turns on FUSE passthrough for read-only opens of assets and thumbnails, once the

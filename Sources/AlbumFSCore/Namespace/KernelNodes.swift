@@ -151,7 +151,7 @@ extension FileSystem {
         switch file.mode {
         case .passthrough: guard !handles.inPassthrough(file.node) else { return }
         case .cached where file.readsVersion: guard handles.cachedReaderFile(on: file.node) == nil else { return }
-        case .cached: guard file.writes, !handles.writesThrough(file.node) else { return }
+        case .cached, .direct: guard file.writes, !handles.writesThrough(file.node) else { return }
         }
         invalidate([.node(file.node)])
     }

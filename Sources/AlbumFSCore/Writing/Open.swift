@@ -56,7 +56,13 @@ extension FileSystem {
         let writer = writers.writer(for: UInt64(id)) { Writer(ino: UInt64(id), target: .plain(id), bytes: .own(bytesFile)) }
         writer.withLock { writer.unfinished = true }
         writer.opened()
-        return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false, name: name, pid: pid))
+        // Created to be written only (`cp`, a save into a temporary name): written past
+        // the kernel's page cache, where its pages would be a second copy of every byte,
+        // in memory no reader asked for (docs/performance.md, "Copies in without the page
+        // cache"). Such an open takes no I/O mode: readers of the photo it becomes may be
+        // in passthrough while its release is still on its way.
+        let direct = flags & O_ACCMODE == O_WRONLY
+        return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false, name: name, pid: pid, direct: direct))
     }
 
     /// mknod: regular files only (NFS servers create files this way), as create without
@@ -101,7 +107,7 @@ extension FileSystem {
             // Reads see the bytes being written while a photo has new ones pending.
             if let writer = writers.get(UInt64(asset.id)), writer.showsPendingBytes {
                 writer.opened()
-                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: asset.name)
+                return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: asset.name, pid: pid)
             }
             let blob = try library.openBlob(of: asset)
             return try openedForReading(ino: ino, node: node, blob, keepCache: mayKeepCache(ino), name: asset.name, pid: pid, since: mark)
@@ -152,7 +158,7 @@ extension FileSystem {
         }
         if let writer = writers.get(ino) {
             writer.opened()
-            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: file.name)
+            return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: file.name, pid: pid)
         }
         let bytes = try explained("plain file \(file.name) cannot be opened") {
             try library.files.open(file.bytes, flags: O_RDONLY)
@@ -406,11 +412,20 @@ extension FileSystem {
         switch target {
         case .asset(let id), .plain(let id): known = UInt64(id)
         }
+        let through = node ?? kernelNodes.node(of: ino)
         if open > 1 {
-            let others = handles.nodes(of: writer).subtracting([node ?? kernelNodes.node(of: ino), kernelNodes.node(of: known)])
+            let others = handles.nodes(of: writer).subtracting([through, kernelNodes.node(of: known)])
             if !others.isEmpty { invalidate(others.sorted().map { .node($0) }) }
         }
-        guard known != ino else { return }
+        guard known != ino else {
+            // Through a kernel inode the photo left (readers that opened beside the
+            // writer went to a new one, `HandleTable.addReader`): the new one shows these
+            // bytes' size and time, and a reader of them may have filled its pages there,
+            // which go once its attributes, asked again, show the new time.
+            let current = kernelNodes.node(of: ino)
+            if current != through { invalidate([.node(current)]) }
+            return
+        }
         invalidate([.attributes(known)])
         if case .asset(let id) = target, handles.heldByReaders(kernelNodes.node(of: known)),
            let asset = try? library.asset(id: id) {
