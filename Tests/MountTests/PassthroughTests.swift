@@ -145,7 +145,9 @@ final class PassthroughTests: XCTestCase {
     /// the default mount and with `-o nopassthrough` (where every reader is cached): the
     /// reader the version it opened, the writer what it wrote; a reader opened while the
     /// writer has bytes pending reads those; the photo deleted for good, each handle
-    /// keeps its bytes; a new open after the writer's close reads what it closed. Before,
+    /// keeps its bytes (and, without passthrough, an open of the reader's descriptor
+    /// through `/proc` reads the removed file's bytes now, the writer's, as on a disk);
+    /// a new open after the writer's close reads what it closed. Before,
     /// a reader cached beside a writer shared the kernel inode's pages with it (the
     /// reader read the writer's "abc" every time without passthrough, and on the default
     /// mount while the open that created the photo was still held). Python's `os.pread`,
@@ -187,13 +189,20 @@ final class PassthroughTests: XCTestCase {
                 os.unlink('Smart Albums/Recently Deleted/W%d.jpg' % i)
                 expect('writer after the deletion', os.pread(w, 3, 0), b'abc')
                 expect('reader after the deletion', os.pread(r, 1 << 20, 0), photo)
+                if sys.argv[2] == 'cached':
+                    # Opened again through /proc, as a removed file is: its bytes now,
+                    # the writer's (the open stays on the reader's kernel inode).
+                    again = os.open('/proc/self/fd/%d' % r, os.O_RDONLY)
+                    expect('reopened through /proc', os.pread(again, 3, 0), b'abc')
+                    expect('reader beside it', os.pread(r, 1 << 20, 0), photo)
+                    os.close(again)
                 os.close(r); os.close(w); os.close(kept)
             print('; '.join(failures))
             sys.exit(1 if failures else 0)
             """.write(toFile: script, atomically: true, encoding: .utf8)
         for options in [[], ["nopassthrough"]] {
             mount = try MountedLibrary(library: lib, temp: temp, name: "mnt" + options.joined(), options: options)
-            try sh("/usr/bin/python3 \(script.shellQuoted) \((gps + "/DSCN0021.jpg").shellQuoted)")
+            try sh("/usr/bin/python3 \(script.shellQuoted) \((gps + "/DSCN0021.jpg").shellQuoted) \(options.isEmpty ? "passthrough" : "cached")")
             XCTAssertEqual(try Processes.shell("ls \((mount.mountpoint + "/Albums/A").shellQuoted)").stdout, "DSCN0010.jpg\nDSCN0012.jpg\n")
             mount.unmount()
             mount = nil

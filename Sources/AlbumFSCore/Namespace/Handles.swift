@@ -249,7 +249,9 @@ final class HandleTable: Sendable {
                 io.passthrough = current
                 return .share(current.backingID)
             }
-            if io.writerHandles > 0 && !shareOlder { return .stale }
+            // Not a file server's (`mayStart` false): it may open by handle, which the
+            // kernel does not look up again; it shares the writer's pages, as before.
+            if io.writerHandles > 0 && !shareOlder && mayStart { return .stale }
             if io.cachedHandles > 0 || !mayStart || io.reserved() {
                 // Cached beside other cached opens, for a file server, or where a writer
                 // is on its way: still one version for all the readers of this kernel inode.
@@ -284,7 +286,7 @@ final class HandleTable: Sendable {
                     return ((.passthrough(backingID: current.backingID), candidate), id)
                 }
                 guard let id, io.cachedHandles == 0, !io.reserved() else {
-                    guard io.writerHandles == 0 || shareOlder,
+                    guard io.writerHandles == 0 || shareOlder || !mayStart,
                           let bytes = io.addReader(candidate, key, share: shareOlder) else { return (nil, id) }
                     return ((.cached, bytes), id)
                 }
@@ -304,9 +306,12 @@ final class HandleTable: Sendable {
     /// for a writer's handle where cached readers of a version are: the kernel inode's
     /// pages are of that version, and would be filled with the writer's bytes (a reader
     /// read "abc" a writer wrote, in `OperationTableTests`). Such a handle goes to another
-    /// kernel inode (`FileSystem.openElsewhere`), unless it cannot (`shareWithReaders`: a
-    /// file server's open by handle, the kernel's retry): it then shares this one in
-    /// direct I/O, which leaves the readers' pages theirs.
+    /// kernel inode (`FileSystem.openElsewhere`), unless it cannot (`shareWithReaders`:
+    /// the kernel's retry, an open through `/proc/PID/fd`): it then shares this one in
+    /// direct I/O, which fills no page (the kernel drops what the readers cached of each
+    /// range it writes). The inode's size is still one for all its handles: while such a
+    /// writer is there, it is the writer's (`readersSize`), as a truncation through it
+    /// cuts the kernel's pages too.
     func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool, opener: Int32 = 0,
                    direct: Bool = false, shareWithReaders: Bool = false) -> OpenFile? {
         var writerBytes = false
@@ -344,12 +349,13 @@ final class HandleTable: Sendable {
     }
 
     /// Keeps kernel inode `node` out of passthrough for a moment: a writer is on its way.
-    /// False, and nothing kept, when readers hold it in passthrough already.
+    /// False, and nothing kept, when readers of a version hold it already (in
+    /// passthrough, or cached: the writer may not join them either, `addCached`).
     @discardableResult
     func reserveForWriter(_ node: UInt64) -> Bool {
         let until = monotonicSeconds() + 2
         return table.withLock { s in
-            guard s.nodes[node]?.passthrough == nil else { return false }
+            guard s.nodes[node]?.passthrough == nil, s.nodes[node]?.readers == nil else { return false }
             s.nodes[node, default: NodeIO()].reservedUntil = until
             return true
         }
@@ -525,21 +531,23 @@ extension FileSystem {
     /// `pid`: the thread that opens (0: unknown), a writer's opener.
     /// `direct`: past the page cache (a file created to be written only, `create`).
     ///
+    /// `stays`: the open cannot land on another kernel inode (one through `/proc/PID/fd`,
+    /// which the kernel's retry follows to the same one).
+    ///
     /// A writer's handle (or a reader of the bytes being written) that the kernel inode
     /// cannot take (readers in passthrough, or cached readers of a version, whose pages
     /// it would share) is sent to a new kernel inode (`openElsewhere`). An open that
-    /// cannot be sent (the kernel's one retry after that, or a file server's, which may
-    /// open by handle) shares the cached readers' kernel inode in direct I/O instead.
+    /// cannot be sent (the kernel's one retry after that, `stays`) shares the cached
+    /// readers' kernel inode in direct I/O instead. A file server's is sent as any:
+    /// an NFS server that opens by handle gets `ESTALE`, and its client looks the name
+    /// up again, as beside readers in passthrough.
     func opened(ino: UInt64, node: UInt64? = nil, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
-                name: @autoclosure () -> String, pid: Int32 = 0, direct: Bool = false) throws -> Opened {
+                name: @autoclosure () -> String, pid: Int32 = 0, direct: Bool = false, stays: Bool = false) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
         // Taken at every open, so that only the open right after an ESTALE is its retry.
         let retry = opensAcrossSaves.isRetry(pid, ino)
-        func add(sharing: Bool) -> OpenFile? {
-            handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: readOnly ? 0 : pid,
-                              direct: direct, shareWithReaders: sharing)
-        }
-        guard let file = add(sharing: retry) ?? (!retry && FileServers.isServer(pid) ? add(sharing: true) : nil) else {
+        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: readOnly ? 0 : pid,
+                                           direct: direct, shareWithReaders: retry || stays) else {
             if case .writer(let writer) = state { release(writer) }
             opensAcrossSaves.gotStale(pid, ino)
             throw openElsewhere(ino, from: node, name(), reserve: true)

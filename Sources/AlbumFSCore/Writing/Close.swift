@@ -160,7 +160,7 @@ extension FileSystem {
         }
         let (keep, discarded) = writer.io { writer.dropUncommitted() }
         if let leftover = discarded { discard(leftover) }
-        if !keep { writers.remove(writer) }
+        if !keep { writers.removeUnused(writer) }
     }
 
     public func fsync(handle: UInt64) throws {
@@ -304,7 +304,7 @@ extension FileSystem {
 
     /// A writer with no handle and nothing to save leaves the table.
     func forgetIfIdle(_ writer: Writer) {
-        if writer.isIdle { writers.remove(writer) }
+        writers.removeUnused(writer, if: { $0.isIdle })
     }
 
     /// An emptied photo (see `Writer.Phase.emptied`) shows its current version again, when

@@ -53,9 +53,8 @@ extension FileSystem {
         // on a disk returns its descriptor all the same.
         let attributes = attributes(of: file, try explained("cannot create \(name)") { try bytesFile.status() })
         guard open else { return (attributes, nil) }
-        let writer = writers.writer(for: UInt64(id)) { Writer(ino: UInt64(id), target: .plain(id), bytes: .own(bytesFile)) }
+        let writer = writers.writer(for: UInt64(id), opening: true) { Writer(ino: UInt64(id), target: .plain(id), bytes: .own(bytesFile)) }
         writer.withLock { writer.unfinished = true }
-        writer.opened()
         // Created to be written only (`cp`, a save into a temporary name): written past
         // the kernel's page cache, where its pages would be a second copy of every byte,
         // in memory no reader asked for (docs/performance.md, "Copies in without the page
@@ -105,8 +104,7 @@ extension FileSystem {
         case .asset(let asset):
             if writing { return try openForWriting(asset, ino: ino, node: node, truncate: flags & O_TRUNC != 0, pid: pid) }
             // Reads see the bytes being written while a photo has new ones pending.
-            if let writer = writers.get(UInt64(asset.id)), writer.showsPendingBytes {
-                writer.opened()
+            if let writer = writers.join(UInt64(asset.id), if: { $0.showsPendingBytes }) {
                 return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: asset.name, pid: pid)
             }
             let blob = try library.openBlob(of: asset)
@@ -152,12 +150,10 @@ extension FileSystem {
         if writing {
             try checkWritable()
             let writer = try plainWriter(file, ino: ino)
-            writer.opened()
             let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, name: file.name, pid: pid)
             return try emptied(result, writer, if: flags & O_TRUNC != 0)
         }
-        if let writer = writers.get(ino) {
-            writer.opened()
+        if let writer = writers.join(ino) {
             return try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: true, name: file.name, pid: pid)
         }
         let bytes = try explained("plain file \(file.name) cannot be opened") {
@@ -196,8 +192,7 @@ extension FileSystem {
     func openForWriting(_ asset: Asset, ino: UInt64, node: UInt64, truncate: Bool, pid: Int32) throws -> Opened {
         try checkWritable()
         try Rules.writeInto(asset)
-        let writer = writers.writer(forAsset: asset.id)
-        writer.opened()
+        let writer = writers.writer(forAsset: asset.id, opening: true)
         // Found just before it left the library (a save's temporary photo vanishing into the
         // photo it saved, or deleted for good), before it had handles that could keep its
         // bytes (`whileLeaving`, which holds `io` meanwhile): gone, and the kernel looks
@@ -221,10 +216,10 @@ extension FileSystem {
         return opened
     }
 
-    /// The writer of a plain file: its own bytes, written in place (a file that shares a
-    /// blob gets its own copy first).
+    /// The writer of a plain file, with a handle more counted: its own bytes, written in
+    /// place (a file that shares a blob gets its own copy first).
     func plainWriter(_ file: PlainFile, ino: UInt64) throws -> Writer {
-        try writers.writer(for: ino) {
+        try writers.writer(for: ino, opening: true) {
             let bytes = try ownBytes(of: file)
             return Writer(ino: ino, target: .plain(file.id), bytes: .own(bytes))
         }
@@ -417,16 +412,19 @@ extension FileSystem {
             let others = handles.nodes(of: writer).subtracting([through, kernelNodes.node(of: known)])
             if !others.isEmpty { invalidate(others.sorted().map { .node($0) }) }
         }
-        guard known != ino else {
+        if known != ino {
+            invalidate([.attributes(known)])
+        } else {
             // Through a kernel inode the photo left (readers that opened beside the
             // writer went to a new one, `HandleTable.addReader`): the new one shows these
             // bytes' size and time, and a reader of them may have filled its pages there,
-            // which go once its attributes, asked again, show the new time.
+            // which go once its attributes, asked again, show the new time. Readers of
+            // the version hold it: the photo moves past them, as below (seed 293 of the
+            // oracle found `stat` by path showing their size after an `ftruncate` to 0).
             let current = kernelNodes.node(of: ino)
-            if current != through { invalidate([.node(current)]) }
-            return
+            guard current != through else { return }
+            invalidate([.node(current)])
         }
-        invalidate([.attributes(known)])
         if case .asset(let id) = target, handles.heldByReaders(kernelNodes.node(of: known)),
            let asset = try? library.asset(id: id) {
             movePastReaders(known)
@@ -610,8 +608,13 @@ extension FileSystem {
                 if changes.handle == nil, handles.heldByReaders(node) {
                     throw openElsewhere(ino, from: node, asset.name, reserve: true)
                 }
-                let writer = writer(ofHandle: changes.handle) ?? writers.writer(forAsset: asset.id)
-                writer.opened()
+                let writer: Writer
+                if let handles = self.writer(ofHandle: changes.handle) {
+                    handles.opened()
+                    writer = handles
+                } else {
+                    writer = writers.writer(forAsset: asset.id, opening: true)
+                }
                 defer { release(writer) }
                 try truncate(writer, to: size)
                 bytesChanged(through: ino, writer, node: handleNode)
@@ -743,6 +746,6 @@ extension FileSystem {
         guard writer.released() <= 0 else { return }
         let (keep, discarded) = writer.io { writer.dropUncommitted() }
         if let leftover = discarded { discard(leftover) }
-        if !keep && !writer.isDirty { writers.remove(writer) }
+        if !keep && !writer.isDirty { writers.removeUnused(writer) }
     }
 }

@@ -218,7 +218,8 @@ extension FileSystem {
         let ownBytes = unlinkedOpen.ownsBytes(ino)
         if let writer = removedFileWriter(ino) {
             writer.opened()
-            let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)")
+            let result = try opened(ino: ino, node: node, .writer(writer), keepCache: false, readOnly: !writing, name: "inode \(ino)",
+                                    stays: true)
             // Its time for the kernel may have ended, or its last other handle closed,
             // since the look above, before this handle held it: its attributes went then;
             // this handle keeps them, until its release (`releasedUnlinked`).

@@ -606,21 +606,41 @@ final class WriterTable: Sendable {
 
     func get(_ ino: UInt64) -> Writer? { table.withLock { $0.byIno[ino] } }
 
-    /// The writer of `ino`, made by `make` if there is none.
-    func writer(for ino: UInt64, make: () throws -> Writer) rethrows -> Writer {
+    /// The writer of `ino` when it has one and `wanted` says so, with a handle more
+    /// counted (`Writer.opened`) under the table's lock, where a last release looks
+    /// before it takes a writer out (`removeUnused`): a handle that joins while the
+    /// writer's last one is released keeps it in the table. Counted after the look,
+    /// the release could take it out in between, and the handle wrote to a writer no
+    /// later open, stat or save of the file found.
+    func join(_ ino: UInt64, if wanted: (Writer) -> Bool = { _ in true }) -> Writer? {
+        table.withLock { table in
+            guard let writer = table.byIno[ino], wanted(writer) else { return nil }
+            writer.opened()
+            return writer
+        }
+    }
+
+    /// The writer of `ino`, made by `make` if there is none; with a handle more counted
+    /// when `opening` (see `join`).
+    func writer(for ino: UInt64, opening: Bool = false, make: () throws -> Writer) rethrows -> Writer {
         try table.withLock { table in
-            if let existing = table.byIno[ino] { return existing }
-            let made = try make()
-            digests.forget(Int64(bitPattern: ino))  // its bytes may change from now on
-            table.byIno[ino] = made
-            table.epoch &+= 1
-            return made
+            let writer: Writer
+            if let existing = table.byIno[ino] {
+                writer = existing
+            } else {
+                writer = try make()
+                digests.forget(Int64(bitPattern: ino))  // its bytes may change from now on
+                table.byIno[ino] = writer
+                table.epoch &+= 1
+            }
+            if opening { writer.opened() }
+            return writer
         }
     }
 
     /// The writer of photo `asset`, made if there is none.
-    func writer(forAsset asset: Int64) -> Writer {
-        writer(for: UInt64(asset)) { Writer(ino: UInt64(asset), target: .asset(asset), bytes: .current) }
+    func writer(forAsset asset: Int64, opening: Bool = false) -> Writer {
+        writer(for: UInt64(asset), opening: opening) { Writer(ino: UInt64(asset), target: .asset(asset), bytes: .current) }
     }
 
     /// A writer whose bytes are photo `asset` now (after every commit). Under another
@@ -685,8 +705,14 @@ final class WriterTable: Sendable {
     /// digest, under the table's lock: a writer made for the file next forgets it
     /// after this, never before.
     func remove(_ writer: Writer) {
+        removeUnused(writer, if: { _ in true })
+    }
+
+    /// `remove` when `unused` holds under the table's lock (no handle, by default): a
+    /// handle that joined since the caller looked keeps the writer in the table (`join`).
+    func removeUnused(_ writer: Writer, if unused: (Writer) -> Bool = { w in w.withLock { w.openCount <= 0 } }) {
         table.withLock { table in
-            guard Self.detach(writer, from: &table), let resting = writer.restingDigest else { return }
+            guard unused(writer), Self.detach(writer, from: &table), let resting = writer.restingDigest else { return }
             digests.record(resting.id, sha256: resting.sha256, size: resting.size, stamp: resting.stamp)
         }
     }
