@@ -609,9 +609,9 @@ extension FileSystem {
                     throw openElsewhere(ino, from: node, asset.name, reserve: true)
                 }
                 let writer: Writer
-                if let handles = self.writer(ofHandle: changes.handle) {
-                    handles.opened()
-                    writer = handles
+                if let handlesWriter = self.writer(ofHandle: changes.handle) {
+                    handlesWriter.opened()
+                    writer = handlesWriter
                 } else {
                     writer = writers.writer(forAsset: asset.id, opening: true)
                 }
