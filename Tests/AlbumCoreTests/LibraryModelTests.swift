@@ -76,8 +76,14 @@ final class LibraryModelTests: NewLibraryTestCase {
         let asset = try XCTUnwrap(try importSample("photos/jpg/gps/DSCN0021.jpg").asset)
         XCTAssertTrue(library.blobs.exists(asset.sha256))
         try library.write { try $0.trash(asset.id) }
+        let trashed = try XCTUnwrap(try library.asset(id: asset.id)?.trashedAt)
         XCTAssertEqual(try library.gc().removedBlobs, 0, "gc keeps what is in Recently Deleted for 30 days")
-        XCTAssertEqual(try library.gc(now: nowSeconds() + 31 * 86400).purgedAssets, 1)
+        let day: Int64 = 86400
+        XCTAssertEqual(try library.gc(now: trashed + 29 * day).purgedAssets, 0, "kept on its 29th day")
+        XCTAssertEqual(try library.gc(now: trashed + 30 * day - 1).purgedAssets, 0, "kept until its 30 days are over")
+        XCTAssertTrue(library.blobs.exists(asset.sha256))
+        XCTAssertEqual(try library.asset(id: asset.id)?.isTrashed, true)
+        XCTAssertEqual(try library.gc(now: trashed + 30 * day + 1).purgedAssets, 1, "purged once its 30 days are over")
         XCTAssertFalse(library.blobs.exists(asset.sha256))
         XCTAssertNil(try library.asset(id: asset.id))
         XCTAssertTrue(try library.check().isHealthy)

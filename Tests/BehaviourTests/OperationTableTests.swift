@@ -148,6 +148,42 @@ struct OperationTableTests {
         #expect(try f.assetCount() == 2)
     }
 
+    /// A photo's creating open, kept with a `dup` past its close, grows and cuts the photo
+    /// while a reader reads the version its close saved: `fstat` through each handle, and
+    /// `stat` by name, say the size of the bytes that handle (or the name) holds, and the
+    /// reader reads its version. Before, on the default mount, the reader took the kernel
+    /// inode in passthrough beside the creating open (in direct I/O, no I/O mode), whose
+    /// size was then the reader's: `fstat` through the writer said the saved size after
+    /// it wrote past it, and an append would have started there.
+    @Test(arguments: Kind.allCases)
+    func aPhotoGrownThroughItsKeptCreatorWhileReadTellsEachHandleItsSize(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        let creator = try f.fs.open("Albums/Trip/B.jpg", O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        try f.fs.write(creator, Fixture.photoB, at: 0)
+        let kept = try f.fs.duplicate(creator)
+        try f.fs.close(creator)
+        let size = Int64(Fixture.photoB.count)
+        let reader = try f.fs.open("Albums/Trip/B.jpg", O_RDONLY, mode: 0)
+        #expect(try f.fs.read(reader, count: 4, at: 0) == Array(Fixture.photoB[0..<4]))
+        let tail = Array("tail".utf8)
+        try f.fs.write(kept, tail, at: size)
+        #expect(try f.fs.fstat(kept).size == size + 4)
+        #expect(try f.fs.stat("Albums/Trip/B.jpg").size == size + 4)
+        #expect(try f.fs.fstat(reader).size == size)
+        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoB)
+        try f.fs.truncate(kept, to: 0)
+        #expect(try f.fs.fstat(kept).size == 0)
+        #expect(try f.fs.stat("Albums/Trip/B.jpg").size == 0)
+        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoB)
+        try f.fs.write(kept, Fixture.photoA, at: 0)
+        try f.fs.close(kept)
+        #expect(try f.fs.get("Albums/Trip/B.jpg") == Fixture.photoA)
+        #expect(try f.fs.read(reader, count: 1 << 20, at: 0) == Fixture.photoB)
+        #expect(try f.fs.fstat(reader).size == size)
+        try f.fs.close(reader)
+        #expect(try f.assetCount() == 2)
+    }
+
     /// A reader keeps the version it opened while a save makes the next one (on a mount,
     /// on a kernel inode of its own, whose `fstat` says that version's size); a writer
     /// opened after the save holds the next one. Deleted for good then, each handle

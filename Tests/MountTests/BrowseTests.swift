@@ -34,6 +34,28 @@ final class BrowseTests: XCTestCase {
         return result.stdout
     }
 
+    /// `df` and `stat -f` of the mount tell the library's disk: its size and files, and its
+    /// free space less what the daemon keeps for the library itself (1% of the disk, 1 to
+    /// 64 MiB), so that a copy that `df` says fits is not refused for room.
+    func testDfOfTheMountTellsTheLibrarysDisk() throws {
+        var mounted = statvfs(), disk = statvfs()
+        XCTAssertEqual(statvfs(mount.mountpoint, &mounted), 0)
+        XCTAssertEqual(statvfs(library.root, &disk), 0)
+        XCTAssertEqual(mounted.f_frsize, disk.f_frsize)
+        XCTAssertEqual(mounted.f_blocks, disk.f_blocks)
+        XCTAssertEqual(mounted.f_files, disk.f_files)
+        XCTAssertEqual(mounted.f_namemax, 255)
+        let reserve = UInt(64 << 20) / disk.f_frsize
+        // Other writers on the disk move its free space between the two calls: 64 MiB of slack.
+        XCTAssertLessThanOrEqual(mounted.f_bavail, disk.f_bavail + reserve)
+        XCTAssertGreaterThanOrEqual(mounted.f_bavail + 2 * reserve, disk.f_bavail)
+        // What df prints: the same size as the disk's.
+        let sizes = try sh("df -B1 --output=size \(q(mount.mountpoint)) \(q(library.root)) | tail -n 2")
+            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertEqual(sizes.count, 2)
+        XCTAssertEqual(sizes.first, sizes.last)
+    }
+
     func testFindStatLsDuAndGetfattrShowWhatTheCoreHolds() throws {
         // find: every file of every folder, with size, mtime and inode as the core has them.
         let lines = try sh("cd \(q(mount.mountpoint)) && find . -type f -not -path '*/.thumbnails/*' -printf '%s %T@ %i %n %p\\n'")

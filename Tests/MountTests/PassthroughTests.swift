@@ -264,6 +264,46 @@ final class PassthroughTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: photo)), next)
     }
 
+    /// A photo opened for writing while the last release of its previous writer is under
+    /// way keeps what the new handle writes. The release is held by the daemon's test
+    /// hook (`ALBUMFS_TEST_HOLD_RELEASES`) after it counted the writer's last handle gone
+    /// and before it dropped what no handle held: the new open joined the writer there
+    /// and wrote, and the release then saved what it had written as a version (half of
+    /// the new bytes); written a moment later, after the release looked, the copy the new
+    /// handle wrote into was thrown away instead (a review found it).
+    func testAWriterOpenedDuringAnotherWritersLastReleaseKeepsItsBytes() throws {
+        let holds = temp.sub("holds")
+        try FileManager.default.createDirectory(atPath: holds, withIntermediateDirectories: true)
+        mount = try MountedLibrary(library: lib, temp: temp, environment: ["ALBUMFS_TEST_HOLD_RELEASES": holds])
+        let photo = mount.path("Albums/A/DSCN0010.jpg")
+        let ino = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: photo)[.systemFileNumber] as? Int)
+        try "\(ino)".write(toFile: holds + "/hold", atomically: true, encoding: .utf8)
+        let first = open(photo, O_RDWR)
+        XCTAssertGreaterThanOrEqual(first, 0, String(cString: strerror(errno)))
+        close(first)
+        let deadline = Date().addingTimeInterval(20)
+        while access(holds + "/held-1", F_OK) != 0 && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(access(holds + "/held-1", F_OK), 0, "the release reached the daemon and was held")
+
+        let next = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0025.jpg")))
+        let half = next.count / 2
+        let second = open(photo, O_RDWR)
+        XCTAssertGreaterThanOrEqual(second, 0, String(cString: strerror(errno)))
+        XCTAssertEqual(next[0..<half].withUnsafeBytes { pwrite(second, $0.baseAddress, half, 0) }, half)
+        FileManager.default.createFile(atPath: holds + "/release-1", contents: nil)
+        // The held release goes on now; nothing tells when it is done.
+        usleep(500_000)
+        XCTAssertEqual(next[half...].withUnsafeBytes { pwrite(second, $0.baseAddress, next.count - half, off_t(half)) },
+                       next.count - half)
+        XCTAssertEqual(ftruncate(second, off_t(next.count)), 0)
+        XCTAssertEqual(close(second), 0, String(cString: strerror(errno)))
+        XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: photo))), next, "log: \(mount.log)")
+        // One save: the held release saved nothing of the bytes the new handle was writing.
+        let library = try Library.open(at: lib, access: .reader)
+        let asset = try XCTUnwrap(try library.member(named: "DSCN0010.jpg", ofAlbum: XCTUnwrap(try library.album(path: ["A"])).id)?.1)
+        XCTAssertEqual(try library.versions(of: asset.id).count, 2, "the imported version and the one saved")
+    }
+
     /// Readers (plain and mmap, by every path, some holding the photos open throughout),
     /// a saver by rename of one photo and an in-place writer of the other, all at once.
     /// No open or read fails (no ETXTBSY, EIO, ENODEV or ESTALE); every read of the photo

@@ -231,6 +231,30 @@ final class SharingTests: XCTestCase {
         XCTAssertEqual(cat.status, 0, cat.stderr)
         XCTAssertTrue(try Processes.run("cmp", [gps + "/DSCN0010.jpg", read]).ok)
 
+        // A photo read, then written over with another photo's bytes while the reader is
+        // still open, as an editor saves in place: a new version of it. Read under NFSv3
+        // and under NFSv4 (an open state: the server keeps its descriptor of the read open
+        // while it opens one to write), written under NFSv3 (nfs-edit says why). The
+        // server opens by handle, which the kernel does not look up again: an ESTALE for
+        // that open (the thirtieth session sent a writer past cached readers, a file
+        // server's too) failed the save.
+        let edit = temp.sub("nfs-edit")
+        let built = try Processes.run("gcc", ["-O1", "-o", edit, Samples.packageRoot + "/Tests/Clients/nfs-edit.c", "-lnfs"])
+        XCTAssertTrue(built.ok, built.stderr)
+        for (version, export, name, next) in [("3", nfs.mountpoint, "DSCN0010.jpg", "DSCN0025.jpg"), ("4", "/photos", "DSCN0012.jpg", "DSCN0027.jpg")] {
+            let album = try XCTUnwrap(try library().album(path: ["Tuscany"]))
+            let before = try XCTUnwrap(try library().member(named: name, ofAlbum: album.id)?.1)
+            let saved = try nfs.client([edit, version, "127.0.0.1", export, nfs.mountpoint, "/Albums/Tuscany/" + name, gps + "/" + next])
+            XCTAssertEqual(saved.status, 0, "NFSv\(version): " + saved.stderr + saved.stdout + "\nlog: " + mount.log)
+            let read = temp.sub("saved-\(version).jpg")
+            XCTAssertTrue(try nfs.client(["sh", "-c", "nfs-cat '\(nfs.url("Albums/Tuscany/" + name))' > \(read)"]).ok)
+            XCTAssertTrue(try Processes.run("cmp", [gps + "/" + next, read]).ok, "NFSv\(version)")
+            XCTAssertTrue(try Processes.run("cmp", [gps + "/" + next, mount.mountpoint + "/Albums/Tuscany/" + name]).ok)
+            let after = try XCTUnwrap(try library().member(named: name, ofAlbum: album.id)?.1)
+            XCTAssertEqual(after.id, before.id, "NFSv\(version): the same photo, a new version")
+            XCTAssertEqual(after.sha256, Samples.expected.first { $0.name == next }?.sha256, "NFSv\(version)")
+        }
+
         // A photo written over NFS is imported into the album.
         let copy = try nfs.client(["nfs-cp", gps + "/DSCN0021.jpg", nfs.url("Albums/Tuscany/DSCN0021.jpg")])
         XCTAssertEqual(copy.status, 0, copy.stderr + copy.stdout)

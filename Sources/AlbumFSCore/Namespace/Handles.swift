@@ -118,6 +118,10 @@ final class HandleTable: Sendable {
         /// written; among `cachedHandles`): the pages they fill are of those bytes, which
         /// cached readers of a version must never read, nor they the readers' pages.
         var writerHandles = 0
+        /// Whether a writer's handles are here: cached ones fill the pages, and every
+        /// handle open for writing, direct ones too, sets the kernel inode's size (the
+        /// readers of a version would see it as theirs; appends would start at theirs).
+        var hasWriter: Bool { writerHandles > 0 || writingHandles > 0 }
 
         /// Counts a cached open of a version, `file` (`key`), among the readers: the
         /// bytes it is to read (theirs when `share`), or nil when they read another file.
@@ -206,14 +210,15 @@ final class HandleTable: Sendable {
 
     /// Adds a cached read-only open of a version of a photo or thumbnail, `file`,
     /// through kernel inode `node`: only if the inode's other cached readers read the
-    /// same file, or none does, and no writer's handles fill its pages, or `share` says
-    /// this open is to read theirs (an open that cannot be looked up again: a file
-    /// server's, the kernel's retry; beside a writer it then shares the writer's pages).
+    /// same file, or none does, and no writer's handles are open there (cached ones fill
+    /// its pages; every handle open for writing sets its size), or `share` says this open
+    /// is to read theirs (an open that cannot be looked up again: a file server's, the
+    /// kernel's retry; beside a writer's cached handles it then shares their pages).
     func addCachedReader(ino: UInt64, node: UInt64, file: FileDescriptor, share: Bool) -> CachedReader {
         guard let key = FileKey(file) else { return .stale }
         let bytes: FileDescriptor? = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
-            guard io.passthrough == nil, io.writerHandles == 0 || share,
+            guard io.passthrough == nil, !io.hasWriter || share,
                   let bytes = io.addReader(file, key, share: share) else { return nil }
             s.nodes[node] = io
             return bytes
@@ -251,8 +256,10 @@ final class HandleTable: Sendable {
             }
             // Not a file server's (`mayStart` false): it may open by handle, which the
             // kernel does not look up again; it shares the writer's pages, as before.
-            if io.writerHandles > 0 && !shareOlder && mayStart { return .stale }
-            if io.cachedHandles > 0 || !mayStart || io.reserved() {
+            if io.hasWriter && !shareOlder && mayStart { return .stale }
+            // Never in passthrough beside a handle open for writing (a direct one, which
+            // the kernel would allow): the kernel inode's size would be the readers'.
+            if io.cachedHandles > 0 || io.writingHandles > 0 || !mayStart || io.reserved() {
                 // Cached beside other cached opens, for a file server, or where a writer
                 // is on its way: still one version for all the readers of this kernel inode.
                 guard let bytes = io.addReader(candidate, key, share: shareOlder) else { return .stale }
@@ -285,8 +292,8 @@ final class HandleTable: Sendable {
                     io.passthrough = current
                     return ((.passthrough(backingID: current.backingID), candidate), id)
                 }
-                guard let id, io.cachedHandles == 0, !io.reserved() else {
-                    guard io.writerHandles == 0 || shareOlder || !mayStart,
+                guard let id, io.cachedHandles == 0, io.writingHandles == 0, !io.reserved() else {
+                    guard !io.hasWriter || shareOlder || !mayStart,
                           let bytes = io.addReader(candidate, key, share: shareOlder) else { return (nil, id) }
                     return ((.cached, bytes), id)
                 }
@@ -307,9 +314,9 @@ final class HandleTable: Sendable {
     /// pages are of that version, and would be filled with the writer's bytes (a reader
     /// read "abc" a writer wrote, in `OperationTableTests`). Such a handle goes to another
     /// kernel inode (`FileSystem.openElsewhere`), unless it cannot (`shareWithReaders`:
-    /// the kernel's retry, an open through `/proc/PID/fd`): it then shares this one in
-    /// direct I/O, which fills no page (the kernel drops what the readers cached of each
-    /// range it writes). The inode's size is still one for all its handles: while such a
+    /// the kernel's retry, an open through `/proc/PID/fd`, a file server's by handle):
+    /// it then shares this one in direct I/O, which fills no page (the kernel drops what
+    /// the readers cached of each range it writes). The inode's size is still one for all its handles: while such a
     /// writer is there, it is the writer's (`readersSize`), as a truncation through it
     /// cuts the kernel's pages too.
     func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool, opener: Int32 = 0,
@@ -538,16 +545,24 @@ extension FileSystem {
     /// cannot take (readers in passthrough, or cached readers of a version, whose pages
     /// it would share) is sent to a new kernel inode (`openElsewhere`). An open that
     /// cannot be sent (the kernel's one retry after that, `stays`) shares the cached
-    /// readers' kernel inode in direct I/O instead. A file server's is sent as any:
-    /// an NFS server that opens by handle gets `ESTALE`, and its client looks the name
-    /// up again, as beside readers in passthrough.
+    /// readers' kernel inode in direct I/O instead, as does a file server's: an NFS
+    /// server opens by handle, which the kernel does not look up again, and an NFSv3
+    /// client has no name to look up for a WRITE (its `ESTALE` would fail the write).
+    /// Beside readers in passthrough none can share: the kernel refuses it.
     func opened(ino: UInt64, node: UInt64? = nil, _ state: OpenFile.State, keepCache: Bool, readOnly: Bool = false,
                 name: @autoclosure () -> String, pid: Int32 = 0, direct: Bool = false, stays: Bool = false) throws -> Opened {
         let node = node ?? kernelNodes.node(of: ino)
         // Taken at every open, so that only the open right after an ESTALE is its retry.
         let retry = opensAcrossSaves.isRetry(pid, ino)
-        guard let file = handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: readOnly ? 0 : pid,
-                                           direct: direct, shareWithReaders: retry || stays) else {
+        func add(sharing: Bool) -> OpenFile? {
+            handles.addCached(ino: ino, node: node, state: state, writes: !readOnly, opener: readOnly ? 0 : pid,
+                              direct: direct, shareWithReaders: sharing)
+        }
+        // Whether the opener is a file server is asked only when it matters (it reads
+        // /proc the first time), outside the table's lock.
+        var added = add(sharing: retry || stays)
+        if added == nil, !(retry || stays), FileServers.isServer(pid) { added = add(sharing: true) }
+        guard let file = added else {
             if case .writer(let writer) = state { release(writer) }
             opensAcrossSaves.gotStale(pid, ino)
             throw openElsewhere(ino, from: node, name(), reserve: true)

@@ -31,8 +31,9 @@ extension FileSystem {
         return closing == opening || FileServers.isServer(thread)
     }
 
-    func close(_ writer: Writer) throws {
+    func close(_ writer: Writer, unlessReopened: Bool = false) throws {
         try writer.io {
+            if unlessReopened, writer.isOpen { return }
             switch writer.beginClose() {
             case .nothing:
                 try finishIfUnfinished(writer)
@@ -151,9 +152,12 @@ extension FileSystem {
         releasedUnlinked(file)
         guard case .writer(let writer) = file.state else { return }
         guard writer.released() <= 0 else { return }
-        // Bytes no close saw (written through mmap, or a close that failed): one more try.
+        TestHold.releases.holdIfAsked(writer.ino)
+        // Bytes no close saw (written through mmap, or a close that failed): one more try,
+        // unless a handle joined since (`WriterTable.join`): the bytes are its own now,
+        // being written, and its close saves them.
         if writer.isDirty {
-            do { try close(writer) } catch { Log.warning("saving inode \(writer.ino) at its last close: \(error)") }
+            do { try close(writer, unlessReopened: true) } catch { Log.warning("saving inode \(writer.ino) at its last close: \(error)") }
         }
         do { try writer.io { try finishIfUnfinished(writer) } } catch {
             Log.warning("marking inode \(writer.ino) finished at its last close: \(error)")

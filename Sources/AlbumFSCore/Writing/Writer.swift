@@ -493,6 +493,9 @@ final class Writer: @unchecked Sendable {
     func dropUncommitted() -> (keep: Bool, discard: LibraryPath?) {
         withLock {
             if case .emptied = phase { return (true, nil) }
+            // A handle joined after the last release counted (`WriterTable.join`): the
+            // bytes are its own now, perhaps written already.
+            if openCount > 0 { return (true, nil) }
             var discard: LibraryPath?
             if case .copy(_, let path) = bytes {
                 discard = path
@@ -561,6 +564,9 @@ final class Writer: @unchecked Sendable {
     }
 
     var isDirty: Bool { withLock { phase == .dirty } }
+
+    /// Whether a handle holds it.
+    var isOpen: Bool { withLock { openCount > 0 } }
 
     /// No handle, and nothing to save or show: a photo's writer that can go.
     var isIdle: Bool {

@@ -12,9 +12,13 @@ import Glibc
 ///   not yet answered (`ListingCacheTests`).
 /// - `ALBUMFS_TEST_HOLD_SAVES`: a save of that photo, committed, before the kernel is
 ///   told to drop the photo's attributes (the first time only; `PassthroughTests`).
-struct TestHold: Sendable {
-    static let listings = TestHold("ALBUMFS_TEST_HOLD_LISTINGS")
-    static let saves = TestHold("ALBUMFS_TEST_HOLD_SAVES", limit: 1)
+/// - `ALBUMFS_TEST_HOLD_RELEASES`: the last release of a writer of that file, counted,
+///   before what no handle holds any more is dropped (the first time only;
+///   `PassthroughTests`).
+public struct TestHold: Sendable {
+    public static let listings = TestHold("ALBUMFS_TEST_HOLD_LISTINGS")
+    public static let saves = TestHold("ALBUMFS_TEST_HOLD_SAVES", limit: 1)
+    public static let releases = TestHold("ALBUMFS_TEST_HOLD_RELEASES", limit: 1)
 
     private let folder: String?
     private let limit: Int
@@ -26,7 +30,7 @@ struct TestHold: Sendable {
     }
 
     /// Holds the calling request if the test asks for `ino`.
-    func holdIfAsked(_ ino: UInt64) {
+    public func holdIfAsked(_ ino: UInt64) {
         guard let folder,
               let asked = try? String(contentsOfFile: folder + "/hold", encoding: .utf8),
               UInt64(asked.trimmingCharacters(in: .whitespacesAndNewlines)) == ino else { return }
