@@ -974,6 +974,35 @@ struct SaveTests {
         #expect(try f.assetCount() == 2)
     }
 
+    /// Tags and a rating set through the mount, and the date the photo was added, outlive
+    /// every kind of save, even of bytes whose XMP says other keywords and another rating
+    /// (PRODUCT.md section 3: values set through the mount win and are kept; the photo
+    /// keeps its date added, so it does not come back into Recently Added).
+    @Test(arguments: Kind.allCases)
+    func tagsRatingAndDateAddedSetBeforeOutliveEverySave(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        try f.fs.setxattr("Albums/Other/P.jpg", "user.xdg.tags", "Rome,Family")
+        try f.fs.setxattr("Albums/Trip/P.jpg", "user.albumfs.rating", "2")
+        let added = try #require(try f.library().asset(id: Int64(f.p))?.addedAt)
+        let tagged = try Fixture.edited(Fixture.photoA, ["-XMP-dc:Subject=holiday", "-XMP-xmp:Rating=5"])
+        func expectKept(_ save: String) throws {
+            try f.expectPKept()
+            #expect(try f.fs.getxattr("All Photos/P.jpg", "user.xdg.tags") == "Rome,Family", "\(save)")
+            #expect(try f.fs.getxattr("Albums/Other/P.jpg", "user.albumfs.rating") == "2", "\(save)")
+            #expect(try f.library().asset(id: Int64(f.p))?.addedAt == added, "\(save)")
+        }
+        try f.fs.put("Albums/Trip/P.jpg", tagged)
+        try expectKept("written into")
+        try f.fs.put("Albums/Trip/.P.jpg.tmp", Fixture.photoB)
+        try f.fs.rename("Albums/Trip/.P.jpg.tmp", "Albums/Trip/P.jpg")
+        try expectKept("a temporary photo renamed over")
+        try f.fs.rename("Albums/Trip/P.jpg", "Albums/Trip/P.jpg~")
+        try f.fs.put("Albums/Trip/P.jpg", tagged)
+        try expectKept("renamed away, new bytes under its name")
+        #expect(try f.fs.get("Albums/Trip/P.jpg") == tagged)
+        #expect(try f.versions() == 4)
+    }
+
     /// exiftool -overwrite_original writes `P.jpg_exiftool_tmp` (a photo at its close) and
     /// renames it over `P.jpg`: what the new bytes say is the photo's, keywords and a
     /// rating written into their XMP included (they were wiped: the temporary photo's

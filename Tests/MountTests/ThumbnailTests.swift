@@ -245,6 +245,16 @@ final class ThumbnailTests: XCTestCase {
             let ours = mount.path("Albums/photos/jpg/orientation/.thumbnails/\(sample.name).jpg")
             try assertLooksLike(ours, reference: sample.absolutePath, label: sample.path)
         }
+        // HEIF: the picture's own rotation (`irot`), with an EXIF orientation that repeats
+        // it (the iPhone's: turned once, not twice) or says nothing (Nokia's).
+        let heif = Samples.media.filter { $0.path.hasPrefix("photos/heic/") }
+        XCTAssertEqual(heif.count, 5)
+        for sample in heif {
+            let folder = (sample.path as NSString).deletingLastPathComponent
+            try assertLooksLike(mount.path("Albums/\(folder)/.thumbnails/\(sample.name).jpg"), reference: sample.absolutePath, label: sample.path)
+        }
+        let iphone = mount.path("Albums/photos/heic/mobile/.thumbnails/iphone_13_pro_max.HEIC.jpg")
+        XCTAssertEqual(try sh("vipsheader -f width \(q(iphone)); vipsheader -f height \(q(iphone))").stdout, "192\n256\n", "portrait")
         // The rotated video: FFmpeg's command line turns frames upright by default.
         let frame = temp.sub("frame.png")
         try sh("ffmpeg -loglevel error -y -ss 1 -i \(q(Samples.directory + "/videos/portrait-rotated-2022-12-24.mp4")) -frames:v 1 \(q(frame))")

@@ -56,7 +56,9 @@ public enum IOMode: Sendable, Equatable {
     /// Past the page cache (`FOPEN_DIRECT_IO`): every read and write is a request, no
     /// page of the kernel inode is filled from this handle, and each write drops the
     /// pages others cached of its range. The kernel gives such an open no I/O mode
-    /// (fs/fuse/iomode.c), so passthrough readers can open beside it. For a file created
+    /// (fs/fuse/iomode.c), so the kernel lets passthrough readers open beside it; the
+    /// handle table does not, when it writes (one size for the kernel inode, the
+    /// writer's: `HandleTable.addReader`). For a file created
     /// to be written only, and for a writer that must share a kernel inode with cached
     /// readers of a version (`HandleTable.addCached`). `mmap` with `MAP_SHARED` of such a
     /// handle fails (`ENODEV`).
@@ -235,9 +237,10 @@ final class HandleTable: Sendable {
     /// `candidate` (its photo got a new version while old readers stay), the kernel lets
     /// this open read only that one: it does with `shareOlder` (an open by a file handle,
     /// which cannot be looked up again), else it is nil and nothing is added. The same
-    /// when it is cached (a file server's, beside a write-only create) and the inode's
-    /// other cached readers read another file (`NodeIO.addReader`), and when a writer's
-    /// handles fill the inode's pages (the reader goes to another kernel inode).
+    /// when it is cached (a file server's, or where a handle is open for writing) and the
+    /// inode's other cached readers read another file (`NodeIO.addReader`), and when a
+    /// writer's handles are there (`NodeIO.hasWriter`: the reader goes to another kernel
+    /// inode, unless it cannot be sent, `shareOlder`, or is a file server's).
     func addReader(ino: UInt64, node: UInt64, candidate: FileDescriptor, mayStart: Bool, shareOlder: Bool = false) -> OpenFile? {
         guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
             // Without passthrough (or a file that cannot be told apart): cached, which

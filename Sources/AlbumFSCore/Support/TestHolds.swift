@@ -13,7 +13,7 @@ import Glibc
 /// - `ALBUMFS_TEST_HOLD_SAVES`: a save of that photo, committed, before the kernel is
 ///   told to drop the photo's attributes (the first time only; `PassthroughTests`).
 /// - `ALBUMFS_TEST_HOLD_RELEASES`: the last release of a writer of that file, counted,
-///   before what no handle holds any more is dropped (the first time only;
+///   before it saves or drops what no handle holds any more (the first time only;
 ///   `PassthroughTests`).
 public struct TestHold: Sendable {
     public static let listings = TestHold("ALBUMFS_TEST_HOLD_LISTINGS")

@@ -58,8 +58,9 @@ extension FileSystem {
         // Created to be written only (`cp`, a save into a temporary name): written past
         // the kernel's page cache, where its pages would be a second copy of every byte,
         // in memory no reader asked for (docs/performance.md, "Copies in without the page
-        // cache"). Such an open takes no I/O mode: readers of the photo it becomes may be
-        // in passthrough while its release is still on its way.
+        // cache"). Such an open takes no I/O mode, but a reader of the photo it becomes
+        // goes to another kernel inode while it is open (`HandleTable.addReader`: the
+        // inode's one size is a writer's), as when its release is still on its way.
         let direct = flags & O_ACCMODE == O_WRONLY
         return (attributes, try opened(ino: UInt64(id), .writer(writer), keepCache: false, name: name, pid: pid, direct: direct))
     }
@@ -741,9 +742,15 @@ extension FileSystem {
         }
     }
 
-    /// A writer let go without a handle (a truncate by path, an open that failed).
+    /// A writer let go without a handle (a truncate by path, an open that failed). Bytes
+    /// an earlier handle left unsaved (written through mmap, a close that failed), whose
+    /// last release saw this holder join and left them to it (`release(handle:)`), get
+    /// their one more try here.
     func release(_ writer: Writer) {
         guard writer.released() <= 0 else { return }
+        if writer.isDirty {
+            do { try close(writer, unlessReopened: true) } catch { Log.warning("saving inode \(writer.ino) at its last release: \(error)") }
+        }
         let (keep, discarded) = writer.io { writer.dropUncommitted() }
         if let leftover = discarded { discard(leftover) }
         if !keep && !writer.isDirty { writers.removeUnused(writer) }
