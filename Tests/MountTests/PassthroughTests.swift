@@ -290,7 +290,7 @@ final class PassthroughTests: XCTestCase {
         let second = open(photo, O_RDWR)
         XCTAssertGreaterThanOrEqual(second, 0, String(cString: strerror(errno)))
         XCTAssertEqual(next[0..<half].withUnsafeBytes { pwrite(second, $0.baseAddress, half, 0) }, half)
-        FileManager.default.createFile(atPath: holds + "/release-1", contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: holds + "/release-1", contents: nil))
         // The held release goes on now; nothing tells when it is done.
         usleep(500_000)
         XCTAssertEqual(next[half...].withUnsafeBytes { pwrite(second, $0.baseAddress, next.count - half, off_t(half)) },

@@ -94,8 +94,10 @@ final class ReliabilityTests: MountTestCase {
     /// daemon's own syncs, traced, started before the caller saw the return); and a file
     /// fsynced and still open survives a crash. A review found a hidden file's close
     /// syncing nothing, every plain file's row committed without waiting for the disk,
-    /// and a file fsynced before its first close thrown away at the next start.
-    func testAPlainFileIsDurableAtItsCloseItsMknodAndItsFsync() throws {
+    /// and a file fsynced before its first close thrown away at the next start. A photo
+    /// the same: its bytes and their name in `originals/` on disk before its row, and its
+    /// row before the close returns.
+    func testAPlainFileAndAPhotoAreDurableAtTheirCloseAndAnMknodAndAnFsync() throws {
         try start()
         let pid = try XCTUnwrap(mount.pid)
         let traceFile = temp.sub("syncs")
@@ -127,6 +129,8 @@ final class ReliabilityTests: MountTestCase {
             print('visible', close_of('Albums/A/notes.txt', 'some notes'))
             os.mknod('Albums/A/made', 0o644 | stat.S_IFREG)
             print('mknod', time.time())
+            with open('Albums/A/photo.jpg', 'wb') as f: f.write(open('\(gps)/DSCN0025.jpg', 'rb').read())
+            print('photo', time.time())
             """
         let ran = try Processes.run("python3", ["-c", script], currentDirectory: m)
         XCTAssertTrue(ran.ok, ran.stderr)
@@ -159,6 +163,16 @@ final class ReliabilityTests: MountTestCase {
             XCTAssertTrue(mine[..<lastLog].contains { $0.1 == plainFolder }, "\(name): the row after the bytes' name; \(syncs)")
             previous = done
         }
+        // The photo: its bytes (through the descriptor its create opened in plain/, whose
+        // bytes are linked into originals/ under their hash), then that folder, then its row.
+        let done = try XCTUnwrap(returned["photo"], ran.stdout)
+        let mine = syncs.filter { $0.0 > previous && $0.0 < done }
+        let hash = try sha256(gps + "/DSCN0025.jpg")
+        let blobFolder = "\(lib!)/originals/\(hash.prefix(2))", blob = "\(blobFolder)/\(hash)"
+        let lastLog = try XCTUnwrap(mine.lastIndex { $0.1 == log }, "the photo's row synced before the return; \(mine)")
+        let bytes = [blob, "\(plainFolder)/\(try ino("photo.jpg"))"]
+        let bytesSynced = try XCTUnwrap(mine[..<lastLog].firstIndex { bytes.contains($0.1) }, "the photo's bytes synced before its row; \(mine)")
+        XCTAssertTrue(mine[bytesSynced..<lastLog].contains { $0.1 == blobFolder }, "\(blobFolder) synced after the bytes, before the row; \(mine)")
 
         // fsynced, not closed, then a crash: the file is there, whole, after the restart.
         let writer = Process()
