@@ -446,7 +446,9 @@ final class ReliabilityTests: MountTestCase {
     }
 
     /// A file that makes a metadata parser die costs that one file's metadata: it is kept
-    /// (a photo without metadata, and the log says so), and the mount stays up.
+    /// (a photo without metadata, and the log says so), and the mount stays up. Its
+    /// decoder dies too: it gets no thumbnail entry and a log line (PRODUCT.md section 2),
+    /// and listings of the album and of its thumbnails go on.
     func testACrashingParserCostsOneFile() throws {
         try start(["ALBUMFS_TEST_CRASH_MARKER": "marker-crash-me"])
         let crafted = try variant("DSCN0010.jpg", "marker-crash-me")
@@ -456,6 +458,14 @@ final class ReliabilityTests: MountTestCase {
         XCTAssertTrue(mount.log.contains("crafted.jpg: its metadata could not be read"), mount.log)
         try sh("getfattr -n user.albumfs.width Albums/A/crafted.jpg", status: 1)
         XCTAssertEqual(try sh("getfattr --only-values -n user.albumfs.width Albums/A/DSCN0012.jpg").stdout, "640")
+
+        let failed = try sh("stat Albums/A/.thumbnails/crafted.jpg.jpg", status: 1)
+        XCTAssertTrue(failed.stderr.contains("No such file"), failed.stderr)
+        XCTAssertTrue(mount.log.contains("no thumbnail for crafted.jpg"), mount.log)
+        XCTAssertEqual(try sh("ls Albums/A/.thumbnails").stdout, "DSCN0012.jpg.jpg\n")
+        XCTAssertEqual(Set(try sh("ls Albums/A").stdout.split(separator: "\n")), ["DSCN0012.jpg", "crafted.jpg"])
+        try sh("ls -l Albums/A > /dev/null")
+        XCTAssertTrue(mount.process?.isRunning == true)
     }
 
     /// A thumbnail that failed for a moment (the decoder out of time) is not marked for
