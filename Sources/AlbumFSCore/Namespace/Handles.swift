@@ -319,9 +319,9 @@ final class HandleTable: Sendable {
     /// kernel inode (`FileSystem.openElsewhere`), unless it cannot (`shareWithReaders`:
     /// the kernel's retry, an open through `/proc/PID/fd`, a file server's by handle):
     /// it then shares this one in direct I/O, which fills no page (the kernel drops what
-    /// the readers cached of each range it writes). The inode's size is still one for all its handles: while such a
-    /// writer is there, it is the writer's (`readersSize`), as a truncation through it
-    /// cuts the kernel's pages too.
+    /// the readers cached of each range it writes). The inode's size is still one for
+    /// all its handles: while such a writer is there, it is the writer's (`readersSize`),
+    /// as a truncation through it cuts the kernel's pages too.
     func addCached(ino: UInt64, node: UInt64, state: OpenFile.State, writes: Bool, opener: Int32 = 0,
                    direct: Bool = false, shareWithReaders: Bool = false) -> OpenFile? {
         var writerBytes = false

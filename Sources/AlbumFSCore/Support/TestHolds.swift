@@ -12,8 +12,8 @@ import Glibc
 ///   not yet answered (`ListingCacheTests`).
 /// - `ALBUMFS_TEST_HOLD_SAVES`: a save of that photo, committed, before the kernel is
 ///   told to drop the photo's attributes (the first time only; `PassthroughTests`).
-/// - `ALBUMFS_TEST_HOLD_RELEASES`: the last release of a writer of that file, counted,
-///   before it saves or drops what no handle holds any more (the first time only;
+/// - `ALBUMFS_TEST_HOLD_RELEASES`: the last release of a writer of that file (`FileSystem.release`),
+///   counted, before it saves or drops what no handle holds any more (the first time only;
 ///   `PassthroughTests`).
 public struct TestHold: Sendable {
     public static let listings = TestHold("ALBUMFS_TEST_HOLD_LISTINGS")

@@ -151,20 +151,30 @@ extension FileSystem {
         forgetLeftKernelInode(file)
         releasedUnlinked(file)
         guard case .writer(let writer) = file.state else { return }
+        release(writer, lastHandle: true)
+    }
+
+    /// A writer let go by a holder: a handle's release (`lastHandle`), a truncate by
+    /// path, an open that failed. The last one gives bytes no close saw (written through
+    /// mmap, a close that failed, or left by a release that saw this holder join) one
+    /// more try, unless a handle joined since (`WriterTable.join`: the bytes are its own
+    /// now, being written, and its close saves them); a handle's marks a plain file it
+    /// created whole; then what no handle holds is dropped, and the writer leaves the
+    /// table (a dirty one only after a handle's release: another holder's keeps it).
+    func release(_ writer: Writer, lastHandle: Bool = false) {
         guard writer.released() <= 0 else { return }
         TestHold.releases.holdIfAsked(writer.ino)
-        // Bytes no close saw (written through mmap, or a close that failed): one more try,
-        // unless a handle joined since (`WriterTable.join`): the bytes are its own now,
-        // being written, and its close saves them.
         if writer.isDirty {
-            do { try close(writer, unlessReopened: true) } catch { Log.warning("saving inode \(writer.ino) at its last close: \(error)") }
+            do { try close(writer, unlessReopened: true) } catch { Log.warning("saving inode \(writer.ino) at its last release: \(error)") }
         }
-        do { try writer.io { try finishIfUnfinished(writer) } } catch {
-            Log.warning("marking inode \(writer.ino) finished at its last close: \(error)")
+        if lastHandle {
+            do { try writer.io { try finishIfUnfinished(writer) } } catch {
+                Log.warning("marking inode \(writer.ino) finished at its last close: \(error)")
+            }
         }
         let (keep, discarded) = writer.io { writer.dropUncommitted() }
         if let leftover = discarded { discard(leftover) }
-        if !keep { writers.removeUnused(writer) }
+        if !keep && (lastHandle || !writer.isDirty) { writers.removeUnused(writer) }
     }
 
     public func fsync(handle: UInt64) throws {

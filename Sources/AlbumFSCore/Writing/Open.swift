@@ -741,18 +741,4 @@ extension FileSystem {
             throw LibraryError.changedMeanwhile(file.name)
         }
     }
-
-    /// A writer let go without a handle (a truncate by path, an open that failed). Bytes
-    /// an earlier handle left unsaved (written through mmap, a close that failed), whose
-    /// last release saw this holder join and left them to it (`release(handle:)`), get
-    /// their one more try here.
-    func release(_ writer: Writer) {
-        guard writer.released() <= 0 else { return }
-        if writer.isDirty {
-            do { try close(writer, unlessReopened: true) } catch { Log.warning("saving inode \(writer.ino) at its last release: \(error)") }
-        }
-        let (keep, discarded) = writer.io { writer.dropUncommitted() }
-        if let leftover = discarded { discard(leftover) }
-        if !keep && !writer.isDirty { writers.removeUnused(writer) }
-    }
 }
