@@ -1,12 +1,15 @@
 /*
  * nfs-hold: an NFS client that keeps its file handles across a server restart.
  *
- *   nfs-hold SERVER EXPORT PATH...
+ *   nfs-hold [-4] [-n] SERVER EXPORT PATH...
  *
- * Mounts EXPORT (NFSv3, libnfs), opens every PATH and prints "PATH INODE SIZE SUM" for
- * each; then waits for a line on stdin (the test restarts the servers meanwhile) and
- * reads every file again through the SAME open handles, printing the same line. Exits
- * 0 when every read succeeded, 1 otherwise. Built by the tests with gcc and libnfs.
+ * Mounts EXPORT (NFSv3, libnfs; NFSv4 with -4, EXPORT then the pseudo path, and each
+ * open a state the server keeps with a descriptor of its own), opens every PATH and
+ * prints "PATH INODE SIZE SUM" for each (with -n, reading nothing yet: "PATH INODE SIZE
+ * -"); then waits for a line on stdin (the test restarts the servers, or writes the
+ * file, meanwhile) and reads every file again through the SAME open handles, printing
+ * the whole line. Exits 0 when every read succeeded, 1 otherwise. Built by the tests
+ * with gcc and libnfs.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,11 +19,15 @@
 #include <sys/stat.h>
 #include <nfsc/libnfs.h>
 
-static int report(struct nfs_context *nfs, struct nfsfh *fh, const char *path) {
+static int report(struct nfs_context *nfs, struct nfsfh *fh, const char *path, int read) {
     struct nfs_stat_64 st;
     if (nfs_fstat64(nfs, fh, &st) != 0) {
         printf("%s ERROR fstat: %s\n", path, nfs_get_error(nfs));
         return 1;
+    }
+    if (!read) {
+        printf("%s %" PRIu64 " %" PRIu64 " -\n", path, (uint64_t)st.nfs_ino, (uint64_t)st.nfs_size);
+        return 0;
     }
     static char buf[1 << 20];
     uint64_t offset = 0, sum = 0;
@@ -39,30 +46,37 @@ static int report(struct nfs_context *nfs, struct nfsfh *fh, const char *path) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: nfs-hold SERVER EXPORT PATH...\n");
+    int version = 3, readFirst = 1, first = 1;
+    for (; first < argc && argv[first][0] == '-'; first++) {
+        if (strcmp(argv[first], "-4") == 0) version = 4;
+        else if (strcmp(argv[first], "-n") == 0) readFirst = 0;
+        else break;
+    }
+    if (argc - first < 3) {
+        fprintf(stderr, "usage: nfs-hold [-4] [-n] SERVER EXPORT PATH...\n");
         return 64;
     }
     struct nfs_context *nfs = nfs_init_context();
     nfs_set_autoreconnect(nfs, -1);
-    if (nfs_mount(nfs, argv[1], argv[2]) != 0) {
+    if (nfs_set_version(nfs, version) != 0 || nfs_mount(nfs, argv[first], argv[first + 1]) != 0) {
         fprintf(stderr, "mount failed: %s\n", nfs_get_error(nfs));
         return 1;
     }
-    int count = argc - 3, failed = 0;
+    char **paths = argv + first + 2;
+    int count = argc - first - 2, failed = 0;
     struct nfsfh **fh = calloc((size_t)count, sizeof *fh);
     for (int i = 0; i < count; i++) {
-        if (nfs_open(nfs, argv[3 + i], O_RDONLY, &fh[i]) != 0) {
-            printf("%s ERROR open: %s\n", argv[3 + i], nfs_get_error(nfs));
+        if (nfs_open(nfs, paths[i], O_RDONLY, &fh[i]) != 0) {
+            printf("%s ERROR open: %s\n", paths[i], nfs_get_error(nfs));
             return 1;
         }
-        failed |= report(nfs, fh[i], argv[3 + i]);
+        failed |= report(nfs, fh[i], paths[i], readFirst);
     }
     printf("HELD\n");
     fflush(stdout);
     char line[64];
     if (!fgets(line, sizeof line, stdin)) return 1;
-    for (int i = 0; i < count; i++) failed |= report(nfs, fh[i], argv[3 + i]);
+    for (int i = 0; i < count; i++) failed |= report(nfs, fh[i], paths[i], 1);
     fflush(stdout);
     return failed;
 }

@@ -268,6 +268,66 @@ final class SharingTests: XCTestCase {
         XCTAssertTrue(try Processes.albumfs("check", lib).ok)
     }
 
+    /// An NFS client opens a photo (an NFSv4 open: the server opens the file then, by its
+    /// handle, and keeps it) while a local editor holds it open for writing and has
+    /// written nothing yet. The editor writes part of the first page, the client reads
+    /// the photo, the editor reads that page back. On a disk the two would share one
+    /// file; here the client reads the version it opened, whole (close-to-open, as NFS
+    /// promises), and the editor its own bytes. Before, the server's open shared the
+    /// editor's kernel inode and its pages: its read filled the page the editor had
+    /// written part of with the version's bytes, and the editor's `pread` returned
+    /// them. On the default mount and without passthrough (the server's open is cached
+    /// there too).
+    func testAnNFSReaderOpenedBeforeAnEditorWritesLeavesTheEditorItsBytes() throws {
+        let path = "/Albums/Tuscany/DSCN0010.jpg"
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg")))
+        var nfs = try GaneshaServer(exporting: mount.mountpoint, in: temp)
+        defer { nfs.stop() }
+        var version = original
+        for kind in ["default", "nopassthrough"] {
+            var target: MountedLibrary = mount
+            if kind == "nopassthrough" {
+                nfs.stop()
+                mount.unmount()
+                target = try MountedLibrary(library: lib, temp: temp, name: "mnt-nopassthrough", options: ["allow_other", "nopassthrough"])
+                mount = target
+                nfs = try GaneshaServer(exporting: target.mountpoint, in: temp)
+            }
+            let edit = Array("WRITTEN BY A LOCAL EDITOR, \(kind) mount".utf8)
+            let editor = open(target.mountpoint + path, O_RDWR)
+            XCTAssertGreaterThanOrEqual(editor, 0, "\(kind): open to write: \(errno)")
+            var editorOpen = true
+            defer { if editorOpen { close(editor) } }
+            let client = try NFSHolder(nfs, paths: [path], options: ["-4", "-n"], export: "/photos", in: temp)
+            defer { client.stop() }
+            XCTAssertEqual(client.before.count, 1, "\(kind): \(client.before)")
+
+            XCTAssertEqual(pwrite(editor, edit, edit.count, 3000), edit.count, "\(kind)")
+            let read = client.readAgain()
+            XCTAssertEqual(read.status, 0, "\(kind): \(read.lines)")
+            XCTAssertEqual(read.lines.map { String($0.split(separator: " ").last ?? "") }, [String(Self.nfsHoldSum(version))],
+                           "\(kind): the NFS client reads the version it opened, whole")
+            var page = [UInt8](repeating: 0, count: 4096)
+            XCTAssertEqual(pread(editor, &page, page.count, 0), page.count, "\(kind)")
+            var edited = version
+            edited.replaceSubrange(3000..<3000 + edit.count, with: edit)
+            XCTAssertEqual(Data(page), Data(edited.prefix(4096)), "\(kind): the editor reads its own bytes")
+            editorOpen = false
+            XCTAssertEqual(close(editor), 0, "\(kind)")
+            XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: target.mountpoint + path))), edited,
+                           "\(kind): the editor's bytes saved")
+            version = edited
+        }
+        let photo = try XCTUnwrap(try library().member(named: "DSCN0010.jpg", ofAlbum: XCTUnwrap(try library().album(path: ["Tuscany"])).id)?.1)
+        let versions = try library().versions(of: photo.id)
+        XCTAssertEqual(versions.map(\.size), Array(repeating: Int64(original.count), count: 3), "each save a version: \(versions)")
+    }
+
+    /// nfs-hold's sum of a file's bytes.
+    static func nfsHoldSum(_ bytes: [UInt8]) -> UInt64 {
+        bytes.reduce(UInt64(0)) { $0 &* 31 &+ UInt64($1) }
+    }
+
     /// NFS clients keep their file handles across a daemon restart, even when the new
     /// mount gets another device number (nfs-ganesha names the filesystem in its handles
     /// by it, unless told otherwise: `fsid_type` in mount-scripts/sharing).

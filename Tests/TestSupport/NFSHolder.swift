@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// An NFSv3 client that holds open file handles while the test changes the server side
+/// An NFS client (NFSv3; NFSv4 with `-4`) that holds open file handles while the test changes the server side
 /// (Tests/Clients/nfs-hold.c, built with gcc and libnfs, run in ganesha's namespace).
 /// It prints "PATH INODE SIZE SUM" for each file when it opens them, then again, through
 /// the same handles, when `readAgain()` tells it to.
@@ -16,7 +16,8 @@ public final class NFSHolder: @unchecked Sendable {
 
     /// Mounts the export of `server`, opens `paths` (inside the export) and waits until
     /// they are held.
-    public init(_ server: GaneshaServer, paths: [String], in temp: TempDirectory) throws {
+    /// `options`: nfs-hold's (`-4`, `-n`); `export`: the path mounted (the pseudo path under NFSv4).
+    public init(_ server: GaneshaServer, paths: [String], options: [String] = [], export: String? = nil, in temp: TempDirectory) throws {
         let client = temp.sub("nfs-hold")
         if access(client, X_OK) != 0 {
             let built = try Processes.run("gcc", ["-O1", "-o", client, Samples.packageRoot + "/Tests/Clients/nfs-hold.c", "-lnfs"])
@@ -27,7 +28,7 @@ public final class NFSHolder: @unchecked Sendable {
         guard let handle = FileHandle(forWritingAtPath: output) else { throw Processes.ProcessError.notFound(output) }
         outputHandle = handle
         process.executableURL = URL(fileURLWithPath: try Processes.which("nsenter"))
-        process.arguments = ["--net=/proc/\(server.namespacePID)/ns/net", client, "127.0.0.1", server.mountpoint] + paths
+        process.arguments = ["--net=/proc/\(server.namespacePID)/ns/net", client] + options + ["127.0.0.1", export ?? server.mountpoint] + paths
         process.standardInput = input
         process.standardOutput = handle
         process.standardError = handle

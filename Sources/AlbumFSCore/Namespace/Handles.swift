@@ -142,6 +142,15 @@ final class HandleTable: Sendable {
             cachedHandles += 1
             return bytes
         }
+        /// Counts an open of a version beside a writer's handles that cannot be sent to
+        /// another kernel inode (a file server's, by handle): in direct I/O, so that it
+        /// neither reads the pages the writer's handles fill (they are the writer's bytes)
+        /// nor fills them with its version (a write of part of a page leaves the page to
+        /// be read, and the next read of it by any handle fills it: the editor's own
+        /// `pread` then returned the version's bytes), and its reads are not cut at the
+        /// kernel inode's size, which is the writer's. It is no reader of the inode's pages
+        /// (`readers`), so a writer coming later is not sent elsewhere for it.
+        mutating func addDirectReader() { directHandles += 1 }
         /// Kept for a writer sent here from a kernel inode held by readers: until it
         /// comes (or this time passes), readers open it cached, so that they cannot hold
         /// it in passthrough before the writer gets in.
@@ -216,17 +225,24 @@ final class HandleTable: Sendable {
     /// its pages; every handle open for writing sets its size), or `share` says this open
     /// is to read theirs (an open that cannot be looked up again: a file server's, the
     /// kernel's retry; beside a writer's cached handles it then shares their pages).
-    func addCachedReader(ino: UInt64, node: UInt64, file: FileDescriptor, share: Bool) -> CachedReader {
+    /// A file server's open (`server`) beside a writer's handles reads its own version
+    /// in direct I/O (`NodeIO.addDirectReader`).
+    func addCachedReader(ino: UInt64, node: UInt64, file: FileDescriptor, share: Bool, server: Bool = false) -> CachedReader {
         guard let key = FileKey(file) else { return .stale }
-        let bytes: FileDescriptor? = table.withLock { s in
+        let bytes: (FileDescriptor, IOMode)? = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
-            guard io.passthrough == nil, !io.hasWriter || share,
-                  let bytes = io.addReader(file, key, share: share) else { return nil }
+            guard io.passthrough == nil else { return nil }
+            if io.hasWriter && server {
+                io.addDirectReader()
+                s.nodes[node] = io
+                return (file, .direct)
+            }
+            guard !io.hasWriter || share, let bytes = io.addReader(file, key, share: share) else { return nil }
             s.nodes[node] = io
-            return bytes
+            return (bytes, .cached)
         }
-        guard let bytes else { return .stale }
-        return .added(OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: .cached, writes: false, readsVersion: true),
+        guard let (bytes, mode) = bytes else { return .stale }
+        return .added(OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: mode, writes: false, readsVersion: mode == .cached),
                       shared: bytes !== file)
     }
 
@@ -240,14 +256,15 @@ final class HandleTable: Sendable {
     /// when it is cached (a file server's, or where a handle is open for writing) and the
     /// inode's other cached readers read another file (`NodeIO.addReader`), and when a
     /// writer's handles are there (`NodeIO.hasWriter`: the reader goes to another kernel
-    /// inode, unless it cannot be sent, `shareOlder`, or is a file server's).
+    /// inode, unless it cannot be sent, `shareOlder`; a file server's reads in direct I/O
+    /// there, `NodeIO.addDirectReader`).
     func addReader(ino: UInt64, node: UInt64, candidate: FileDescriptor, mayStart: Bool, shareOlder: Bool = false) -> OpenFile? {
         guard let backingFiles = backing.withLock({ $0 }), let key = FileKey(candidate) else {
             // Without passthrough (or a file that cannot be told apart): cached, which
             // the kernel refuses while the kernel inode is in passthrough.
             return addCached(ino: ino, node: node, state: .readOnly(candidate), writes: false)
         }
-        enum Plan { case cached(FileDescriptor), share(Int32), register, stale }
+        enum Plan { case cached(FileDescriptor), direct, share(Int32), register, stale }
         let plan: Plan = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
             defer { s.nodes[node] = io.isEmpty ? nil : io }
@@ -257,9 +274,13 @@ final class HandleTable: Sendable {
                 io.passthrough = current
                 return .share(current.backingID)
             }
-            // Not a file server's (`mayStart` false): it may open by handle, which the
-            // kernel does not look up again; it shares the writer's pages, as before.
-            if io.hasWriter && !shareOlder && mayStart { return .stale }
+            if io.hasWriter {
+                // A file server's (`mayStart` false) opens by handle, which the kernel does
+                // not look up again: it reads its version past the pages, which are the
+                // writer's (`NodeIO.addDirectReader`).
+                if !mayStart { io.addDirectReader(); return .direct }
+                if !shareOlder { return .stale }
+            }
             // Never in passthrough beside a handle open for writing (a direct one, which
             // the kernel would allow): the kernel inode's size would be the readers'.
             if io.cachedHandles > 0 || io.writingHandles > 0 || !mayStart || io.reserved() {
@@ -273,6 +294,8 @@ final class HandleTable: Sendable {
         switch plan {
         case .cached(let bytes):
             return OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: .cached, writes: false, readsVersion: true)
+        case .direct:
+            return OpenFile(ino: ino, node: node, state: .readOnly(candidate), mode: .direct, writes: false)
         case .stale:
             return nil
         case .share(let id):
@@ -602,8 +625,9 @@ extension FileSystem {
             // their version. One through a kernel inode left without readers reads the
             // current version from no pages kept.
             var reader = handles.addCachedReader(ino: ino, node: node, file: file, share: false)
-            if case .stale = reader, retry || FileServers.isServer(pid) {
-                reader = handles.addCachedReader(ino: ino, node: node, file: file, share: true)
+            if case .stale = reader {
+                let server = FileServers.isServer(pid)
+                if retry || server { reader = handles.addCachedReader(ino: ino, node: node, file: file, share: true, server: server) }
             }
             switch reader {
             case .added(let open, let shared):
@@ -630,7 +654,8 @@ extension FileSystem {
             // inode, where the next opens, after the save, would share it (its backing
             // file in passthrough, its pages when cached): the photo moves past it, as
             // past any reader of an old version.
-            if node == kernelNodes.node(of: ino), open.mode != .cached || !passthrough { movePastReaders(ino) }
+            // One in direct I/O holds neither.
+            if node == kernelNodes.node(of: ino), open.mode != .direct, open.mode != .cached || !passthrough { movePastReaders(ino) }
         }
         return Opened(handle: handles.handle(for: open), keepCache: keepCache && !sizeMayBeOld, readOnly: true, mode: open.mode)
     }
