@@ -6,10 +6,11 @@
  * Mounts EXPORT (NFSv3, libnfs; NFSv4 with -4, EXPORT then the pseudo path, and each
  * open a state the server keeps with a descriptor of its own), opens every PATH and
  * prints "PATH INODE SIZE SUM" for each (with -n, reading nothing yet: "PATH INODE SIZE
- * -"); then waits for a line on stdin (the test restarts the servers, or writes the
- * file, meanwhile) and reads every file again through the SAME open handles, printing
- * the whole line. Exits 0 when every read succeeded, 1 otherwise. Built by the tests
- * with gcc and libnfs.
+ * -"); then, at each line on stdin (the test restarts the servers, or writes the file,
+ * meanwhile), reads every file again through the SAME open handles, printing the whole
+ * line, then "ROUND". SIZE is what was read, which must be what fstat says. Exits at the
+ * end of its input: 0 when every read succeeded, 1 otherwise. Built by the tests with
+ * gcc and libnfs.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -40,6 +41,10 @@ static int report(struct nfs_context *nfs, struct nfsfh *fh, const char *path, i
         if (n == 0) break;
         for (int i = 0; i < n; i++) sum = sum * 31 + (unsigned char)buf[i];
         offset += (uint64_t)n;
+    }
+    if (offset != (uint64_t)st.nfs_size) {
+        printf("%s ERROR size: %" PRIu64 " bytes read, fstat says %" PRIu64 "\n", path, offset, (uint64_t)st.nfs_size);
+        return 1;
     }
     printf("%s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", path, (uint64_t)st.nfs_ino, offset, sum);
     return 0;
@@ -75,8 +80,10 @@ int main(int argc, char **argv) {
     printf("HELD\n");
     fflush(stdout);
     char line[64];
-    if (!fgets(line, sizeof line, stdin)) return 1;
-    for (int i = 0; i < count; i++) failed |= report(nfs, fh[i], paths[i], 1);
-    fflush(stdout);
+    while (fgets(line, sizeof line, stdin)) {
+        for (int i = 0; i < count; i++) failed |= report(nfs, fh[i], paths[i], 1);
+        printf("ROUND\n");
+        fflush(stdout);
+    }
     return failed;
 }

@@ -271,13 +271,16 @@ final class SharingTests: XCTestCase {
     /// An NFS client opens a photo (an NFSv4 open: the server opens the file then, by its
     /// handle, and keeps it) while a local editor holds it open for writing and has
     /// written nothing yet. The editor writes part of the first page, the client reads
-    /// the photo, the editor reads that page back. On a disk the two would share one
-    /// file; here the client reads the version it opened, whole (close-to-open, as NFS
-    /// promises), and the editor its own bytes. Before, the server's open shared the
-    /// editor's kernel inode and its pages: its read filled the page the editor had
-    /// written part of with the version's bytes, and the editor's `pread` returned
-    /// them. On the default mount and without passthrough (the server's open is cached
-    /// there too).
+    /// the photo, the editor reads that page back, adds bytes at the end and closes. On
+    /// a disk the two would share one file; here the client reads the version it opened,
+    /// whole and at its size, before the save and after it (each reader one version), and
+    /// the editor its own bytes. (Opens through the server by the same file handle read
+    /// that version too while the client holds it, docs/namespace.md, "File servers";
+    /// `testNFSExportWithGanesha` reads the new version once the reader has closed.)
+    /// Before, the server's open shared the editor's kernel inode and its pages: its read
+    /// filled the page the editor had written part of with the version's bytes, and the
+    /// editor's `pread` returned them. On the default mount and without passthrough (the
+    /// server's open is cached there too).
     func testAnNFSReaderOpenedBeforeAnEditorWritesLeavesTheEditorItsBytes() throws {
         let path = "/Albums/Tuscany/DSCN0010.jpg"
         let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gps + "/DSCN0010.jpg")))
@@ -312,15 +315,25 @@ final class SharingTests: XCTestCase {
             var edited = version
             edited.replaceSubrange(3000..<3000 + edit.count, with: edit)
             XCTAssertEqual(Data(page), Data(edited.prefix(4096)), "\(kind): the editor reads its own bytes")
+            let trailer = Array("\(kind) trailer".utf8)
+            XCTAssertEqual(pwrite(editor, trailer, trailer.count, off_t(edited.count)), trailer.count, "\(kind)")
+            edited += trailer
             editorOpen = false
             XCTAssertEqual(close(editor), 0, "\(kind)")
             XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: target.mountpoint + path))), edited,
                            "\(kind): the editor's bytes saved")
+
+            let after = client.readAgain()
+            XCTAssertEqual(after.status, 0, "\(kind): \(after.lines)")
+            XCTAssertEqual(after.lines.map { $0.split(separator: " ").suffix(2).joined(separator: " ") },
+                           ["\(version.count) \(Self.nfsHoldSum(version))"],
+                           "\(kind): after the save, the NFS client's open reads the version it opened, whole, at its size")
             version = edited
         }
         let photo = try XCTUnwrap(try library().member(named: "DSCN0010.jpg", ofAlbum: XCTUnwrap(try library().album(path: ["Tuscany"])).id)?.1)
         let versions = try library().versions(of: photo.id)
-        XCTAssertEqual(versions.map(\.size), Array(repeating: Int64(original.count), count: 3), "each save a version: \(versions)")
+        XCTAssertEqual(versions.map(\.size), [original.count, original.count + 15, version.count].map(Int64.init),
+                       "each save a version: \(versions)")
     }
 
     /// nfs-hold's sum of a file's bytes.

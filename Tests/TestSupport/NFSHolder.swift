@@ -49,21 +49,25 @@ public final class NFSHolder: @unchecked Sendable {
         ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
-    /// Reads every file again through the handles opened at first; the client's exit
-    /// status (0: every read succeeded; -1: it had ended, or took over `timeout` seconds
-    /// and was stopped, since libnfs retries a server that never answers forever) and
-    /// the lines it printed.
+    /// Reads every file again through the handles opened at first (it may be asked
+    /// again); the round's status (0: every read succeeded, 1: one failed; -1: the client
+    /// had ended, or took over `timeout` seconds and was stopped, since libnfs retries a
+    /// server that never answers forever) and the lines it printed in that round.
     public func readAgain(timeout: Double = 60) -> (status: Int32, lines: [String]) {
+        let rounds = lines().filter { $0 == "ROUND" }.count
         guard process.isRunning, (try? input.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))) != nil else {
             return (-1, lines())
         }
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        if process.isRunning {
+        while lines().filter({ $0 == "ROUND" }).count == rounds && process.isRunning && Date() < deadline { usleep(20_000) }
+        let printed = lines()
+        guard printed.filter({ $0 == "ROUND" }).count > rounds else {
             stop()
-            return (-1, lines() + ["(no answer within \(Int(timeout)) s)"])
+            return (-1, printed + ["(no answer within \(Int(timeout)) s)"])
         }
-        return (process.terminationStatus, Array(lines().drop { $0 != "HELD" }.dropFirst()))
+        // The lines after the last marker before this round's, up to its own.
+        let round = Array(printed.dropLast().reversed().prefix { $0 != "ROUND" && $0 != "HELD" }.reversed())
+        return (round.contains { $0.contains(" ERROR ") } ? 1 : 0, round)
     }
 
     /// The inode number in a printed line ("PATH INODE SIZE SUM": the path may hold
@@ -73,6 +77,7 @@ public final class NFSHolder: @unchecked Sendable {
     }
 
     public func stop() {
+        try? input.fileHandleForWriting.close()
         if process.isRunning { process.terminate(); process.waitUntilExit() }
         try? outputHandle.close()
     }

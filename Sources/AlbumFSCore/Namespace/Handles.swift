@@ -25,8 +25,9 @@ final class OpenFile: Sendable {
     /// (`FileSystem.flush`). The thread, not its process: most files are closed by the
     /// thread that opened them, which then costs no look into /proc.
     let opener: Int32
-    /// A cached open of a version of a photo or thumbnail, counted among its kernel
-    /// inode's readers (`HandleTable.addCachedReader`).
+    /// An open of a version of a photo or thumbnail counted among its kernel inode's
+    /// readers: a cached one (`HandleTable.addCachedReader`), or a file server's in direct
+    /// I/O beside a writer (`NodeIO.addDirectReader`).
     let readsVersion: Bool
 
     init(ino: UInt64, node: UInt64, state: State, mode: IOMode = .cached, writes: Bool, opener: Int32 = 0,
@@ -148,9 +149,22 @@ final class HandleTable: Sendable {
         /// nor fills them with its version (a write of part of a page leaves the page to
         /// be read, and the next read of it by any handle fills it: the editor's own
         /// `pread` then returned the version's bytes), and its reads are not cut at the
-        /// kernel inode's size, which is the writer's. It is no reader of the inode's pages
-        /// (`readers`), so a writer coming later is not sent elsewhere for it.
-        mutating func addDirectReader() { directHandles += 1 }
+        /// kernel inode's size, which is the writer's. It is one of the readers of a
+        /// version all the same (the readers' file, if they read another): the photo
+        /// moves past it at the writer's first write, as past cached readers, and once
+        /// the writer's handles are gone the kernel inode reports that version's size.
+        mutating func addDirectReader(_ file: FileDescriptor, _ key: FileKey) -> FileDescriptor {
+            var bytes = file
+            if var readers {
+                if readers.key != key { bytes = readers.file }
+                readers.handles += 1
+                self.readers = readers
+            } else {
+                readers = Readers(key: key, file: file, handles: 1)
+            }
+            directHandles += 1
+            return bytes
+        }
         /// Kept for a writer sent here from a kernel inode held by readers: until it
         /// comes (or this time passes), readers open it cached, so that they cannot hold
         /// it in passthrough before the writer gets in.
@@ -205,9 +219,9 @@ final class HandleTable: Sendable {
         table.withLock { s in s.nodes[node].map { $0.passthrough != nil || $0.readers != nil } ?? false }
     }
 
-    /// The bytes that the cached read-only opens through kernel inode `node` read (a
-    /// photo's blob, a thumbnail), if it has any: the version the kernel's pages of that
-    /// inode are of.
+    /// The bytes that the readers of a version through kernel inode `node` read (a
+    /// photo's blob, a thumbnail; `OpenFile.readsVersion`), if it has any: the version
+    /// the kernel's pages of that inode are of, and its size once no writer is there.
     func cachedReaderFile(on node: UInt64) -> FileDescriptor? {
         table.withLock { $0.nodes[node]?.readers?.file }
     }
@@ -233,16 +247,16 @@ final class HandleTable: Sendable {
             var io = s.nodes[node] ?? NodeIO()
             guard io.passthrough == nil else { return nil }
             if io.hasWriter && server {
-                io.addDirectReader()
+                let bytes = io.addDirectReader(file, key)
                 s.nodes[node] = io
-                return (file, .direct)
+                return (bytes, .direct)
             }
             guard !io.hasWriter || share, let bytes = io.addReader(file, key, share: share) else { return nil }
             s.nodes[node] = io
             return (bytes, .cached)
         }
         guard let (bytes, mode) = bytes else { return .stale }
-        return .added(OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: mode, writes: false, readsVersion: mode == .cached),
+        return .added(OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: mode, writes: false, readsVersion: true),
                       shared: bytes !== file)
     }
 
@@ -264,7 +278,7 @@ final class HandleTable: Sendable {
             // the kernel refuses while the kernel inode is in passthrough.
             return addCached(ino: ino, node: node, state: .readOnly(candidate), writes: false)
         }
-        enum Plan { case cached(FileDescriptor), direct, share(Int32), register, stale }
+        enum Plan { case cached(FileDescriptor), direct(FileDescriptor), share(Int32), register, stale }
         let plan: Plan = table.withLock { s in
             var io = s.nodes[node] ?? NodeIO()
             defer { s.nodes[node] = io.isEmpty ? nil : io }
@@ -278,7 +292,7 @@ final class HandleTable: Sendable {
                 // A file server's (`mayStart` false) opens by handle, which the kernel does
                 // not look up again: it reads its version past the pages, which are the
                 // writer's (`NodeIO.addDirectReader`).
-                if !mayStart { io.addDirectReader(); return .direct }
+                if !mayStart { return .direct(io.addDirectReader(candidate, key)) }
                 if !shareOlder { return .stale }
             }
             // Never in passthrough beside a handle open for writing (a direct one, which
@@ -294,8 +308,8 @@ final class HandleTable: Sendable {
         switch plan {
         case .cached(let bytes):
             return OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: .cached, writes: false, readsVersion: true)
-        case .direct:
-            return OpenFile(ino: ino, node: node, state: .readOnly(candidate), mode: .direct, writes: false)
+        case .direct(let bytes):
+            return OpenFile(ino: ino, node: node, state: .readOnly(bytes), mode: .direct, writes: false, readsVersion: true)
         case .stale:
             return nil
         case .share(let id):
@@ -500,10 +514,6 @@ final class HandleTable: Sendable {
             case .cached:
                 io.cachedHandles -= 1
                 if case .writer = file.state { io.writerHandles -= 1 }
-                if file.readsVersion, var readers = io.readers {
-                    readers.handles -= 1
-                    io.readers = readers.handles > 0 ? readers : nil
-                }
             case .passthrough:
                 if var current = io.passthrough {
                     current.handles -= 1
@@ -516,6 +526,11 @@ final class HandleTable: Sendable {
                         io.passthrough = nil
                     }
                 }
+            }
+            // Cached, or direct beside a writer (`NodeIO.addDirectReader`).
+            if file.readsVersion, var readers = io.readers {
+                readers.handles -= 1
+                io.readers = readers.handles > 0 ? readers : nil
             }
             s.nodes[file.node] = io.isEmpty ? nil : io
             return (file, unregister)
@@ -615,7 +630,7 @@ extension FileSystem {
         let added: OpenFile?
         if passthrough {
             added = handles.addReader(ino: ino, node: node, candidate: file, mayStart: !server, shareOlder: shareOlder)
-            if let added, added.mode == .cached, case .readOnly(let bytes) = added.state, bytes !== file { shareOlder = true }
+            if let added, added.readsVersion, case .readOnly(let bytes) = added.state, bytes !== file { shareOlder = true }
         } else {
             // Cached: every reader of a kernel inode reads one version (`addCachedReader`),
             // as in passthrough; a kernel inode its file left (`movePastReaders`) reports

@@ -150,8 +150,12 @@ extension FileSystem {
         guard file.node != kernelNodes.node(of: file.ino) else { return }
         switch file.mode {
         case .passthrough: guard !handles.inPassthrough(file.node) else { return }
-        case .cached where file.readsVersion: guard handles.cachedReaderFile(on: file.node) == nil else { return }
-        case .cached, .direct: guard file.writes, !handles.writesThrough(file.node) else { return }
+        case .cached, .direct:
+            if file.readsVersion {
+                guard handles.cachedReaderFile(on: file.node) == nil else { return }
+            } else {
+                guard file.writes, !handles.writesThrough(file.node) else { return }
+            }
         }
         invalidate([.node(file.node)])
     }
