@@ -129,17 +129,7 @@ final class HandleTable: Sendable {
         /// Counts a cached open of a version, `file` (`key`), among the readers: the
         /// bytes it is to read (theirs when `share`), or nil when they read another file.
         mutating func addReader(_ file: FileDescriptor, _ key: FileKey, share: Bool) -> FileDescriptor? {
-            var bytes = file
-            if var readers {
-                if readers.key != key {
-                    guard share else { return nil }
-                    bytes = readers.file
-                }
-                readers.handles += 1
-                self.readers = readers
-            } else {
-                readers = Readers(key: key, file: file, handles: 1)
-            }
+            guard let bytes = joinReaders(file, key, share: share) else { return nil }
             cachedHandles += 1
             return bytes
         }
@@ -154,16 +144,21 @@ final class HandleTable: Sendable {
         /// moves past it at the writer's first write, as past cached readers, and once
         /// the writer's handles are gone the kernel inode reports that version's size.
         mutating func addDirectReader(_ file: FileDescriptor, _ key: FileKey) -> FileDescriptor {
-            var bytes = file
-            if var readers {
-                if readers.key != key { bytes = readers.file }
-                readers.handles += 1
-                self.readers = readers
-            } else {
-                readers = Readers(key: key, file: file, handles: 1)
-            }
+            let bytes = joinReaders(file, key, share: true) ?? file
             directHandles += 1
             return bytes
+        }
+        /// One more reader of the version: `file`, or the readers' own when they read
+        /// another and `share` says so (nil when not).
+        private mutating func joinReaders(_ file: FileDescriptor, _ key: FileKey, share: Bool) -> FileDescriptor? {
+            guard var readers else {
+                readers = Readers(key: key, file: file, handles: 1)
+                return file
+            }
+            guard readers.key == key || share else { return nil }
+            readers.handles += 1
+            self.readers = readers
+            return readers.key == key ? file : readers.file
         }
         /// Kept for a writer sent here from a kernel inode held by readers: until it
         /// comes (or this time passes), readers open it cached, so that they cannot hold
