@@ -10,6 +10,7 @@ public final class NFSHolder: @unchecked Sendable {
     private let input = Pipe()
     private let output: String
     private let outputHandle: FileHandle
+    private let errorHandle: FileHandle?
 
     /// The lines printed when the files were opened.
     public private(set) var before: [String] = []
@@ -31,7 +32,10 @@ public final class NFSHolder: @unchecked Sendable {
         process.arguments = ["--net=/proc/\(server.namespacePID)/ns/net", client] + options + ["127.0.0.1", export ?? server.mountpoint] + paths
         process.standardInput = input
         process.standardOutput = handle
-        process.standardError = handle
+        // Apart: a line libnfs prints after a round's marker must not be taken for the round.
+        FileManager.default.createFile(atPath: output + ".err", contents: nil)
+        errorHandle = FileHandle(forWritingAtPath: output + ".err")
+        process.standardError = errorHandle
         // A client that ended has closed its input: writing to it must fail, not kill
         // the test process.
         signal(SIGPIPE, SIG_IGN)
@@ -41,9 +45,12 @@ public final class NFSHolder: @unchecked Sendable {
         before = Array(lines().prefix { $0 != "HELD" })
         guard lines().contains("HELD") else {
             stop()
-            throw Processes.ProcessError.notFound("an NFS client holding its files (it printed: \(lines().joined(separator: " / ")))")
+            throw Processes.ProcessError.notFound("an NFS client holding its files (it printed: \(lines().joined(separator: " / ")) \(errors))")
         }
     }
+
+    /// What the client wrote to stderr (libnfs's complaints, a failed mount).
+    public var errors: String { (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "" }
 
     private func lines() -> [String] {
         ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
@@ -63,7 +70,7 @@ public final class NFSHolder: @unchecked Sendable {
         let printed = lines()
         guard printed.filter({ $0 == "ROUND" }).count > rounds else {
             stop()
-            return (-1, printed + ["(no answer within \(Int(timeout)) s)"])
+            return (-1, printed + ["(no answer within \(Int(timeout)) s)", errors])
         }
         // The lines after the last marker before this round's, up to its own.
         let round = Array(printed.dropLast().reversed().prefix { $0 != "ROUND" && $0 != "HELD" }.reversed())
@@ -80,6 +87,7 @@ public final class NFSHolder: @unchecked Sendable {
         try? input.fileHandleForWriting.close()
         if process.isRunning { process.terminate(); process.waitUntilExit() }
         try? outputHandle.close()
+        try? errorHandle?.close()
     }
 
     deinit { stop() }

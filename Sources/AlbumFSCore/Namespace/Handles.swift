@@ -141,8 +141,10 @@ final class HandleTable: Sendable {
         /// `pread` then returned the version's bytes), and its reads are not cut at the
         /// kernel inode's size, which is the writer's. It is one of the readers of a
         /// version all the same (the readers' file, if they read another): the photo
-        /// moves past it at the writer's first write, as past cached readers, and once
-        /// the writer's handles are gone the kernel inode reports that version's size.
+        /// moves past it at the writer's save, as past cached readers, and once the
+        /// writer's handles are gone the kernel inode reports that version's size.
+        /// The kernel's nfsd reads by splice, which goes through the pages even in
+        /// direct I/O (`filemap_splice_read`): not for it (docs/namespace.md).
         mutating func addDirectReader(_ file: FileDescriptor, _ key: FileKey) -> FileDescriptor {
             let bytes = joinReaders(file, key, share: true) ?? file
             directHandles += 1
@@ -291,8 +293,11 @@ final class HandleTable: Sendable {
                 if !shareOlder { return .stale }
             }
             // Never in passthrough beside a handle open for writing (a direct one, which
-            // the kernel would allow): the kernel inode's size would be the readers'.
-            if io.cachedHandles > 0 || io.writingHandles > 0 || !mayStart || io.reserved() {
+            // the kernel would allow): the kernel inode's size would be the readers'. Nor
+            // beside a file server's direct reader (`addDirectReader`): the kernel fails a
+            // direct open of a kernel inode with a backing file, and that open's reply may
+            // reach it after this one's.
+            if io.cachedHandles > 0 || io.directHandles > 0 || io.writingHandles > 0 || !mayStart || io.reserved() {
                 // Cached beside other cached opens, for a file server, or where a writer
                 // is on its way: still one version for all the readers of this kernel inode.
                 guard let bytes = io.addReader(candidate, key, share: shareOlder) else { return .stale }
@@ -327,7 +332,7 @@ final class HandleTable: Sendable {
                     io.passthrough = current
                     return ((.passthrough(backingID: current.backingID), candidate), id)
                 }
-                guard let id, io.cachedHandles == 0, io.writingHandles == 0, !io.reserved() else {
+                guard let id, io.cachedHandles == 0, io.directHandles == 0, io.writingHandles == 0, !io.reserved() else {
                     guard !io.hasWriter || shareOlder || !mayStart,
                           let bytes = io.addReader(candidate, key, share: shareOlder) else { return (nil, id) }
                     return ((.cached, bytes), id)
@@ -664,8 +669,9 @@ extension FileSystem {
             // inode, where the next opens, after the save, would share it (its backing
             // file in passthrough, its pages when cached): the photo moves past it, as
             // past any reader of an old version.
-            // One in direct I/O holds neither.
-            if node == kernelNodes.node(of: ino), open.mode != .direct, open.mode != .cached || !passthrough { movePastReaders(ino) }
+            // A file server's in direct I/O beside a writer holds no pages, but its
+            // kernel inode reports its version's size once the writer has gone.
+            if node == kernelNodes.node(of: ino), open.mode != .cached || !passthrough { movePastReaders(ino) }
         }
         return Opened(handle: handles.handle(for: open), keepCache: keepCache && !sizeMayBeOld, readOnly: true, mode: open.mode)
     }
