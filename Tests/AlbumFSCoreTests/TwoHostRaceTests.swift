@@ -162,6 +162,52 @@ final class TwoHostRaceTests: XCTestCase {
         XCTAssertEqual(try a.fs.library.check().problems, [])
     }
 
+    /// Host a renames plain file N3 (text) over plain file N8, and between its look and
+    /// its transaction host b writes a photo into N8 and closes it: N8 becomes a photo,
+    /// keeping its number. Renaming bytes that are no photo over a photo is refused
+    /// (PRODUCT.md section 3): the rename fails with EINVAL and both stay as they were, as
+    /// through one host. Before, the rename's look again took the photo for the plain
+    /// file it had found (the same number) and gave N3 the name: the album listed N8
+    /// twice, a photo and a plain file (`plain-stress.py photos= elsewhere=`, an ASan run
+    /// of `LoadTests.testProcessesOnTwoHostsRacingOnPlainFilesAndPhotosEndAsOnADisk`).
+    func testARenameOverAPlainFileThatAnotherHostMadeAPhotoMeanwhileIsRefused() throws {
+        let photo = try Self.jpeg() + Array("abc".utf8)
+        let text = Array("text\n".utf8)
+        try a.mkdir("Albums/Trip")
+        try a.put("Albums/Trip/N8", Array("plain\n".utf8))
+        try a.put("Albums/Trip/N3", text)
+        XCTAssertTrue(b.exists("Albums/Trip/N8"))
+        let ran = actingThroughHostB { b in try b.put("Albums/Trip/N8", photo) }
+        XCTAssertEqual(a.errno { try a.rename("Albums/Trip/N3", "Albums/Trip/N8") }, EINVAL,
+                       "text over what is now a photo is refused, as through one host")
+        XCTAssertEqual(ran(), [], "host b made N8 a photo between host a's look and its transaction")
+        XCTAssertEqual(try a.list("Albums/Trip").sorted(), ["N3", "N8"], "each name once")
+        XCTAssertEqual(try b.list("Albums/Trip").sorted(), ["N3", "N8"])
+        XCTAssertEqual(try a.get("Albums/Trip/N8"), photo)
+        XCTAssertEqual(try a.get("Albums/Trip/N3"), text)
+        XCTAssertEqual(try a.fs.library.check().problems, [])
+    }
+
+    /// Host a renames plain file N3 over plain file N8, and between its look and its
+    /// transaction host b links N8 as N9. rename(2) replaces the name N8 only: N9 keeps
+    /// the file N8 was (a reading of the code suspected that the rename, whose row of
+    /// N8 said one name, removed the file with both).
+    func testARenameOverAPlainFileThatAnotherHostLinkedMeanwhileLeavesTheLink() throws {
+        let old = Array("old\n".utf8), new = Array("new\n".utf8)
+        try a.mkdir("Albums/Trip")
+        try a.put("Albums/Trip/N8", old)
+        try a.put("Albums/Trip/N3", new)
+        XCTAssertTrue(b.exists("Albums/Trip/N8"))
+        let ran = actingThroughHostB { b in try b.link("Albums/Trip/N8", "Albums/Trip/N9") }
+        XCTAssertNoThrow(try a.rename("Albums/Trip/N3", "Albums/Trip/N8"))
+        XCTAssertEqual(ran(), [], "host b linked N8 between host a's look and its transaction")
+        XCTAssertEqual(try a.list("Albums/Trip").sorted(), ["N8", "N9"])
+        XCTAssertEqual(try a.get("Albums/Trip/N8"), new)
+        XCTAssertEqual(try b.get("Albums/Trip/N9"), old, "the link keeps the file N8 was")
+        XCTAssertEqual(try a.stat("Albums/Trip/N9").nlink, 1)
+        XCTAssertEqual(try a.fs.library.check().problems, [])
+    }
+
     static func jpeg() throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: Samples.directory + "/photos/jpg/Olympus_C8080WZ.jpg")))
     }

@@ -154,6 +154,11 @@ extension FileSystem {
         switch (a, b) {
         case (nil, nil): return true
         case (.plain(let a)?, .plain(let b)?): return a.entry == b.entry  // each name of a file is an entry of its own
+        // A plain file that became a photo keeps its number, but it is another entry
+        // now: a rename through another host that found the plain file must look again
+        // (and is refused, text over a photo), or it put a plain file beside the photo
+        // under its name.
+        case (.plain?, _?), (_?, .plain?): return false
         case (let a?, let b?): return a.ino == b.ino
         default: return false
         }
