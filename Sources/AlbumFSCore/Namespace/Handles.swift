@@ -235,9 +235,9 @@ final class HandleTable: Sendable {
     /// same file, or none does, and no writer's handles are open there (cached ones fill
     /// its pages; every handle open for writing sets its size), or `share` says this open
     /// is to read theirs (an open that cannot be looked up again: a file server's, the
-    /// kernel's retry; beside a writer's cached handles it then shares their pages).
-    /// A file server's open (`server`) beside a writer's handles reads its own version
-    /// in direct I/O (`NodeIO.addDirectReader`).
+    /// kernel's retry). Beside a writer's handles the kernel's retry shares their pages;
+    /// a file server's (`server`) reads its version in direct I/O, past them
+    /// (`NodeIO.addDirectReader`).
     func addCachedReader(ino: UInt64, node: UInt64, file: FileDescriptor, share: Bool, server: Bool = false) -> CachedReader {
         guard let key = FileKey(file) else { return .stale }
         let bytes: (FileDescriptor, IOMode)? = table.withLock { s in
